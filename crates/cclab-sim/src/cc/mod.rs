@@ -1,0 +1,333 @@
+//! Congestion control behind one small interface, modelled on Linux's
+//! `struct tcp_congestion_ops` (include/net/tcp.h).
+//!
+//! The sender owns loss detection, RTT estimation, delivery-rate sampling and
+//! (for algorithms that do not take over cwnd) PRR; it hands algorithms a
+//! read/write view of the few connection fields Linux lets `tcp_congestion_ops`
+//! touch ([`Conn`]), plus per-ACK [`RateSample`]s. Units follow Linux: cwnd and
+//! ssthresh in packets (segments), rates in bit/s, times in ns.
+//!
+//! Dispatch is one closed enum ([`Cc`]) over all algorithms: no trait objects.
+
+use crate::time::{Bandwidth, Dur, Time};
+use std::collections::BTreeMap;
+
+pub mod cubic;
+pub mod reno;
+
+/// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// Initial window, RFC 6928 / `TCP_INIT_CWND` (include/net/tcp.h).
+pub const INIT_CWND: u32 = 10;
+
+/// Linux's `enum tcp_ca_state` (include/uapi/linux/tcp.h).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open,
+    Disorder,
+    Cwr,
+    Recovery,
+    Loss,
+}
+
+/// Linux's `enum tcp_ca_event` (the subset the simulator raises).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum CwndEvent {
+    /// First transmission when no packet is in flight (`CA_EVENT_TX_START`).
+    TxStart,
+}
+
+/// The connection state a congestion-control module may read and write
+/// (the parts of `struct tcp_sock` that `tcp_congestion_ops` uses).
+#[derive(Clone, Debug)]
+pub struct Conn {
+    pub now: Time,
+    /// Payload bytes per full segment.
+    pub mss: u32,
+    /// `snd_cwnd`, packets. Written by the algorithm.
+    pub cwnd: u32,
+    /// `snd_ssthresh`, packets. Written by the algorithm (via `ssthresh()`).
+    pub ssthresh: u32,
+    /// `snd_cwnd_clamp`, packets.
+    pub cwnd_clamp: u32,
+    /// `sk_pacing_rate`; `None` means the sender does not pace (Linux paces
+    /// internally only when the algorithm asks, as BBR does).
+    pub pacing_rate: Option<Bandwidth>,
+    /// `tcp_packets_in_flight()`: packets_out − (sacked_out + lost_out) + retrans_out.
+    pub in_flight: u32,
+    pub packets_out: u32,
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// `tp->delivered`: packets delivered (acked or sacked) so far.
+    pub delivered: u64,
+    /// `tp->lost`: packets marked lost so far.
+    pub lost: u64,
+    /// `tp->app_limited`: 0, or the `delivered` mark until which samples are app-limited.
+    pub app_limited: u64,
+    /// Smoothed RTT (`srtt_us >> 3`), zero before the first sample.
+    pub srtt: Dur,
+    /// Windowed minimum RTT (`tcp_min_rtt()`), `None` before the first sample.
+    pub min_rtt: Option<Dur>,
+    /// `tcp_is_cwnd_limited()`.
+    pub is_cwnd_limited: bool,
+    pub ca_state: CaState,
+    /// Bytes the application still has to send is unbounded / finished.
+    pub has_unsent_data: bool,
+}
+
+impl Conn {
+    pub fn new(now: Time, mss: u32) -> Conn {
+        Conn {
+            now,
+            mss,
+            cwnd: INIT_CWND,
+            ssthresh: INFINITE_SSTHRESH,
+            cwnd_clamp: u32::MAX / 2,
+            pacing_rate: None,
+            in_flight: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            lost: 0,
+            app_limited: 0,
+            srtt: Dur::ZERO,
+            min_rtt: None,
+            is_cwnd_limited: false,
+            ca_state: CaState::Open,
+            has_unsent_data: true,
+        }
+    }
+    /// `tcp_in_slow_start()`.
+    #[inline]
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// One ACK's delivery-rate sample (Linux `struct rate_sample`, tcp_rate.c;
+/// draft-cheng-iccrg-delivery-rate-estimation §3).
+#[derive(Clone, Debug, Default)]
+pub struct RateSample {
+    /// `tp->delivered` when the most recently delivered packet was sent.
+    pub prior_delivered: u64,
+    /// Packets delivered over `interval` (−1 in Linux when invalid; 0 here and `interval` zero).
+    pub delivered: u64,
+    /// max(send interval, ack interval); zero when the sample is invalid.
+    pub interval: Dur,
+    /// Delivery rate = delivered·mss / interval, `None` when invalid.
+    pub delivery_rate: Option<Bandwidth>,
+    /// RTT of the most recently sent packet this ACK delivered (`rs->rtt_us`).
+    pub rtt: Option<Dur>,
+    /// Packets newly marked lost by this ACK (`rs->losses`).
+    pub losses: u32,
+    /// Packets newly acked or sacked by this ACK (`rs->acked_sacked`).
+    pub acked_sacked: u32,
+    /// In-flight packets before this ACK (`rs->prior_in_flight`).
+    pub prior_in_flight: u32,
+    pub is_app_limited: bool,
+    /// Was the sampled packet a retransmission (`rs->is_retrans`).
+    pub is_retrans: bool,
+    /// In-flight packets when the sampled packet was sent (BBRv3's `rs->tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets lost between the sampled packet's send and this ACK (BBRv3's `rs->lost`).
+    pub lost: u64,
+}
+
+/// Per-ACK RTT information (`struct ack_sample`, for `pkts_acked`).
+#[derive(Clone, Debug)]
+pub struct AckSample {
+    pub pkts_acked: u32,
+    pub rtt: Option<Dur>,
+    pub in_flight: u32,
+}
+
+/// An algorithm's internal state for the run record. Fields an algorithm does
+/// not have stay `None` (NaN in Parquet).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Index into the algorithm's [`Cc::state_names`].
+    pub state: u8,
+    pub w_max_pkts: Option<f64>,
+    pub bw_bps: Option<f64>,
+    pub min_rtt_ns: Option<f64>,
+    pub pacing_gain: Option<f64>,
+    pub cwnd_gain: Option<f64>,
+    pub inflight_hi_pkts: Option<f64>,
+    pub inflight_lo_pkts: Option<f64>,
+    pub bw_hi_bps: Option<f64>,
+    pub bw_lo_bps: Option<f64>,
+}
+
+/// An error building an algorithm from a scenario (unknown name or parameter).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CcError(pub String);
+
+impl std::fmt::Display for CcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Take the parameters an algorithm knows out of `params`; anything left over is an error.
+pub(crate) struct Params<'a> {
+    pub cca: &'a str,
+    pub map: BTreeMap<String, f64>,
+}
+
+impl<'a> Params<'a> {
+    pub fn new(cca: &'a str, map: &BTreeMap<String, f64>) -> Self {
+        Params { cca, map: map.clone() }
+    }
+    pub fn take(&mut self, name: &str, default: f64) -> f64 {
+        self.map.remove(name).unwrap_or(default)
+    }
+    pub fn take_bool(&mut self, name: &str, default: bool) -> bool {
+        self.map.remove(name).map(|v| v != 0.0).unwrap_or(default)
+    }
+    pub fn finish(self, known: &[&str]) -> Result<(), CcError> {
+        if let Some((k, v)) = self.map.iter().next() {
+            return Err(CcError(format!(
+                "cca parameter '{k}' = {v} is not a parameter of '{}'; allowed: {}",
+                self.cca,
+                known.join(", ")
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// All algorithms, one variant each (closed-enum dispatch).
+#[derive(Clone, Debug)]
+pub enum Cc {
+    Reno(reno::Reno),
+    Cubic(cubic::Cubic),
+}
+
+/// The names `Cc::new` accepts.
+pub const ALGORITHMS: &[&str] = &["reno", "cubic"];
+
+macro_rules! dispatch {
+    ($self:ident, $cc:ident => $e:expr) => {
+        match $self {
+            Cc::Reno($cc) => $e,
+            Cc::Cubic($cc) => $e,
+        }
+    };
+}
+
+impl Cc {
+    /// Build an algorithm by name. `seed` feeds algorithms that randomize (BBR's
+    /// ProbeBW start phase); it is derived from the scenario seed and flow id.
+    pub fn new(name: &str, params: &BTreeMap<String, f64>, seed: u64) -> Result<Cc, CcError> {
+        let _ = seed;
+        match name {
+            "reno" => Ok(Cc::Reno(reno::Reno::from_params(Params::new(name, params))?)),
+            "cubic" => Ok(Cc::Cubic(cubic::Cubic::from_params(Params::new(name, params))?)),
+            _ => Err(CcError(format!(
+                "unknown congestion control '{name}'; allowed: {}",
+                ALGORITHMS.join(", ")
+            ))),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        dispatch!(self, c => c.name())
+    }
+    /// `.init`: called once when the connection starts.
+    pub fn init(&mut self, conn: &mut Conn) {
+        dispatch!(self, c => c.init(conn))
+    }
+    /// `.ssthresh`: the new slow-start threshold on loss (entering Recovery or Loss).
+    pub fn ssthresh(&mut self, conn: &Conn) -> u32 {
+        dispatch!(self, c => c.ssthresh(conn))
+    }
+    /// `.cong_avoid`: grow cwnd on an ACK outside recovery (loss-based algorithms).
+    pub fn cong_avoid(&mut self, conn: &mut Conn, acked: u32) {
+        dispatch!(self, c => c.cong_avoid(conn, acked))
+    }
+    /// `.set_state`: the sender's `ca_state` is about to change to `new`.
+    pub fn set_state(&mut self, conn: &mut Conn, new: CaState) {
+        dispatch!(self, c => c.set_state(conn, new))
+    }
+    /// `.cwnd_event`.
+    pub fn cwnd_event(&mut self, conn: &mut Conn, ev: CwndEvent) {
+        dispatch!(self, c => c.cwnd_event(conn, ev))
+    }
+    /// `.pkts_acked`: per-ACK RTT sample (HyStart, Vegas).
+    pub fn pkts_acked(&mut self, conn: &mut Conn, sample: &AckSample) {
+        dispatch!(self, c => c.pkts_acked(conn, sample))
+    }
+    /// `.undo_cwnd`: cwnd to restore after a spurious loss signal.
+    pub fn undo_cwnd(&mut self, conn: &Conn) -> u32 {
+        dispatch!(self, c => c.undo_cwnd(conn))
+    }
+    /// Does this algorithm implement `.cong_control` (and so take over cwnd
+    /// and pacing on every ACK, bypassing PRR and `cong_avoid`)? BBR does.
+    pub fn has_cong_control(&self) -> bool {
+        dispatch!(self, c => c.has_cong_control())
+    }
+    /// `.cong_control`: called on every ACK with the rate sample.
+    pub fn cong_control(&mut self, conn: &mut Conn, rs: &RateSample) {
+        dispatch!(self, c => c.cong_control(conn, rs))
+    }
+    /// Internal state for the record.
+    pub fn snapshot(&self, conn: &Conn) -> Snapshot {
+        dispatch!(self, c => c.snapshot(conn))
+    }
+    /// Names of the values `Snapshot::state` takes, indexed by code.
+    pub fn state_names(&self) -> &'static [&'static str] {
+        dispatch!(self, c => c.state_names())
+    }
+}
+
+/// The hooks each algorithm implements; defaults are Linux's when a module
+/// leaves the hook NULL.
+pub trait CongestionOps {
+    fn name(&self) -> &'static str;
+    fn init(&mut self, _conn: &mut Conn) {}
+    fn ssthresh(&mut self, conn: &Conn) -> u32;
+    fn cong_avoid(&mut self, _conn: &mut Conn, _acked: u32) {}
+    fn set_state(&mut self, _conn: &mut Conn, _new: CaState) {}
+    fn cwnd_event(&mut self, _conn: &mut Conn, _ev: CwndEvent) {}
+    fn pkts_acked(&mut self, _conn: &mut Conn, _sample: &AckSample) {}
+    /// Linux's default `tcp_undo_cwnd`-less behaviour: max(cwnd, prior_cwnd) is
+    /// handled by the sender; modules return what they want restored.
+    fn undo_cwnd(&mut self, conn: &Conn) -> u32 {
+        conn.cwnd
+    }
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+    fn cong_control(&mut self, _conn: &mut Conn, _rs: &RateSample) {}
+    fn snapshot(&self, conn: &Conn) -> Snapshot;
+    fn state_names(&self) -> &'static [&'static str];
+}
+
+/// Linux `tcp_slow_start()` (net/ipv4/tcp_cong.c): grow by `acked` up to
+/// ssthresh; returns the ACKed packets left over for congestion avoidance.
+pub fn tcp_slow_start(conn: &mut Conn, acked: u32) -> u32 {
+    let cwnd = (conn.cwnd.saturating_add(acked)).min(conn.ssthresh);
+    let left = acked - (cwnd - conn.cwnd).min(acked);
+    conn.cwnd = cwnd.min(conn.cwnd_clamp);
+    left
+}
+
+/// Linux `tcp_cong_avoid_ai()` (net/ipv4/tcp_cong.c): +1 packet per `w`
+/// packets acked; `cwnd_cnt` is the module's accumulator.
+pub fn tcp_cong_avoid_ai(conn: &mut Conn, cwnd_cnt: &mut u32, w: u32, acked: u32) {
+    // If credits accumulated at a higher w, apply them gently now.
+    if *cwnd_cnt >= w {
+        *cwnd_cnt = 0;
+        conn.cwnd += 1;
+    }
+    *cwnd_cnt += acked;
+    if *cwnd_cnt >= w {
+        let delta = *cwnd_cnt / w;
+        *cwnd_cnt -= delta * w;
+        conn.cwnd += delta;
+    }
+    conn.cwnd = conn.cwnd.min(conn.cwnd_clamp);
+}

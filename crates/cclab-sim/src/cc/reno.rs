@@ -1,0 +1,99 @@
+//! NewReno as Linux runs it: `tcp_reno_cong_avoid` / `tcp_reno_ssthresh`
+//! (net/ipv4/tcp_cong.c). Recovery itself (NewReno partial-ACK handling,
+//! SACK, PRR) lives in the sender; this module only sets the window.
+
+use super::{tcp_cong_avoid_ai, tcp_slow_start, CongestionOps, Conn, CcError, Params, Snapshot};
+
+#[derive(Clone, Debug, Default)]
+pub struct Reno {
+    /// `snd_cwnd_cnt`: ACKed packets accumulated toward the next +1.
+    cwnd_cnt: u32,
+}
+
+impl Reno {
+    pub(crate) fn from_params(p: Params) -> Result<Reno, CcError> {
+        p.finish(&[])?;
+        Ok(Reno::default())
+    }
+}
+
+impl CongestionOps for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+    /// `tcp_reno_ssthresh`: max(cwnd/2, 2) (RFC 5681 §3.1 eq. 4 uses FlightSize; Linux uses cwnd).
+    fn ssthresh(&mut self, conn: &Conn) -> u32 {
+        (conn.cwnd >> 1).max(2)
+    }
+    /// `tcp_reno_cong_avoid`: slow start below ssthresh, then +1 per cwnd ACKed.
+    fn cong_avoid(&mut self, conn: &mut Conn, acked: u32) {
+        if !conn.is_cwnd_limited {
+            return;
+        }
+        let mut acked = acked;
+        if conn.in_slow_start() {
+            acked = tcp_slow_start(conn, acked);
+            if acked == 0 {
+                return;
+            }
+        }
+        let w = conn.cwnd;
+        tcp_cong_avoid_ai(conn, &mut self.cwnd_cnt, w, acked);
+    }
+    fn snapshot(&self, conn: &Conn) -> Snapshot {
+        Snapshot { state: if conn.in_slow_start() { 0 } else { 1 }, ..Default::default() }
+    }
+    fn state_names(&self) -> &'static [&'static str] {
+        &["slow_start", "cong_avoid"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Time;
+
+    fn conn(cwnd: u32, ssthresh: u32) -> Conn {
+        let mut c = Conn::new(Time::ZERO, 1448);
+        c.cwnd = cwnd;
+        c.ssthresh = ssthresh;
+        c.is_cwnd_limited = true;
+        c
+    }
+
+    #[test]
+    fn slow_start_doubles_per_window() {
+        // RFC 5681 §3.1: cwnd += acked while cwnd < ssthresh.
+        let mut r = Reno::default();
+        let mut c = conn(10, 1000);
+        r.cong_avoid(&mut c, 10);
+        assert_eq!(c.cwnd, 20);
+    }
+
+    #[test]
+    fn congestion_avoidance_adds_one_per_window() {
+        // RFC 5681 §3.1 eq. 3: +1 MSS per RTT (one window of ACKs).
+        let mut r = Reno::default();
+        let mut c = conn(20, 10);
+        for _ in 0..10 {
+            r.cong_avoid(&mut c, 2);
+        }
+        assert_eq!(c.cwnd, 21);
+    }
+
+    #[test]
+    fn ssthresh_halves_cwnd_with_floor_two() {
+        let mut r = Reno::default();
+        assert_eq!(r.ssthresh(&conn(40, 100)), 20);
+        assert_eq!(r.ssthresh(&conn(3, 100)), 2);
+    }
+
+    #[test]
+    fn no_growth_when_not_cwnd_limited() {
+        let mut r = Reno::default();
+        let mut c = conn(20, 10);
+        c.is_cwnd_limited = false;
+        r.cong_avoid(&mut c, 20);
+        assert_eq!(c.cwnd, 20);
+    }
+}

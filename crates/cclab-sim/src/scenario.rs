@@ -1,0 +1,114 @@
+//! The resolved scenario (IR): explicit, integer units, no defaults.
+//!
+//! This is the contract between the Python front end (which validates and
+//! resolves users' files) and both backends. The JSON form is
+//! `resolved.json` in every run record; `docs/ir.md` documents each field.
+//! Every field is required; unknown fields are rejected so a front end and an
+//! engine that disagree fail loudly instead of silently ignoring something.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const IR_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub ir_version: u32,
+    pub name: String,
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub sample_interval_ns: u64,
+    pub measure: Measure,
+    /// TCP maximum segment size (payload bytes per full segment).
+    pub mss: u32,
+    /// IP + TCP header bytes added to each segment on the wire (52 = 20 IP + 32 TCP with timestamps).
+    pub header_bytes: u32,
+    pub link: Link,
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Measure {
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub capacity: Capacity,
+    /// One-way propagation delay of the bottleneck (data direction).
+    pub delay_ns: u64,
+    pub buffer: Buffer,
+    pub loss: Loss,
+    /// Timed changes of rate / delay / loss (sorted by `at_ns`).
+    pub schedule: Vec<Change>,
+    pub aqm: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Capacity {
+    /// A constant serialization rate.
+    Constant { rate_bps: u64 },
+    /// A Mahimahi trace: each entry is a delivery opportunity for
+    /// `bytes_per_opportunity` bytes at that time (ns) within the period; the
+    /// trace repeats every `period_ns`.
+    Trace {
+        path: String,
+        opportunities_ns: Vec<u64>,
+        period_ns: u64,
+        bytes_per_opportunity: u32,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Buffer {
+    /// Drop-tail limit in bytes (includes headers), if any.
+    pub bytes: Option<u64>,
+    /// Drop-tail limit in packets, if any. At least one of the two is set.
+    pub packets: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Loss {
+    /// Independent random loss with probability `p` per data packet.
+    Bernoulli { p: f64 },
+    /// Gilbert–Elliott two-state model: P(good→bad) = p, P(bad→good) = r,
+    /// loss probability 1−k in the good state and 1−h in the bad one.
+    GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    pub at_ns: u64,
+    pub rate_bps: Option<u64>,
+    pub delay_ns: Option<u64>,
+    pub loss: Option<Loss>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    pub id: u32,
+    /// Index of the `[[flows]]` group this flow came from.
+    pub group: u32,
+    pub cca: String,
+    /// Algorithm parameters (e.g. `cwnd_gain`), numbers only; the engine
+    /// rejects names the algorithm does not know.
+    pub cca_params: BTreeMap<String, f64>,
+    /// Base (propagation) RTT of this flow including the bottleneck's delay.
+    pub rtt_ns: u64,
+    pub start_ns: u64,
+    /// The sender stops sending new data at this time (None: runs to the end).
+    pub stop_ns: Option<u64>,
+    /// Application bytes to send (None: unlimited, a bulk flow).
+    pub bytes: Option<u64>,
+    /// Receive-window limit in bytes (None: unlimited).
+    pub rwnd_bytes: Option<u64>,
+}
