@@ -6,5 +6,15 @@
 //! and returns sampled time series ([`record::Output`]).
 
 pub mod cc;
+pub mod event;
+pub mod link;
+pub mod pipe;
+pub mod rng;
 pub mod scenario;
+pub mod tcp;
 pub mod time;
+pub mod record;
+pub mod sim;
+
+pub use scenario::Scenario;
+pub use sim::simulate;

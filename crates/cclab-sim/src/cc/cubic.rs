@@ -2,6 +2,7 @@
 use super::{CongestionOps, Conn, CcError, Params, Snapshot};
 #[derive(Clone, Debug, Default)]
 pub struct Cubic {}
+pub const PARAMS: &[&str] = &[];
 impl Cubic {
     pub(crate) fn from_params(p: Params) -> Result<Cubic, CcError> { p.finish(&[])?; Ok(Cubic::default()) }
 }

@@ -61,6 +61,8 @@ pub struct Conn {
     pub retrans_out: u32,
     /// `tp->delivered`: packets delivered (acked or sacked) so far.
     pub delivered: u64,
+    /// `tp->delivered_mstamp`: when `delivered` last changed.
+    pub delivered_time: Time,
     /// `tp->lost`: packets marked lost so far.
     pub lost: u64,
     /// `tp->app_limited`: 0, or the `delivered` mark until which samples are app-limited.
@@ -91,6 +93,7 @@ impl Conn {
             lost_out: 0,
             retrans_out: 0,
             delivered: 0,
+            delivered_time: now,
             lost: 0,
             app_limited: 0,
             srtt: Dur::ZERO,
@@ -208,6 +211,16 @@ pub enum Cc {
 
 /// The names `Cc::new` accepts.
 pub const ALGORITHMS: &[&str] = &["reno", "cubic"];
+
+/// The parameters each algorithm accepts in `cca_params` (for front ends'
+/// validation and documentation). `None` for an unknown algorithm.
+pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
+    match name {
+        "reno" => Some(reno::PARAMS),
+        "cubic" => Some(cubic::PARAMS),
+        _ => None,
+    }
+}
 
 macro_rules! dispatch {
     ($self:ident, $cc:ident => $e:expr) => {

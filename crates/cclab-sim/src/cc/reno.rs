@@ -10,9 +10,12 @@ pub struct Reno {
     cwnd_cnt: u32,
 }
 
+/// Parameters `cca_params` may set (none for Reno).
+pub const PARAMS: &[&str] = &[];
+
 impl Reno {
     pub(crate) fn from_params(p: Params) -> Result<Reno, CcError> {
-        p.finish(&[])?;
+        p.finish(PARAMS)?;
         Ok(Reno::default())
     }
 }

@@ -1,0 +1,147 @@
+//! The IR as the emulator reads it (`docs/ir.md`), and the address plan.
+//!
+//! These structs mirror `cclab-sim`'s `scenario.rs` but deliberately accept
+//! unknown fields: the emulator only needs the link and the flows' paths,
+//! and must not break when the IR grows a field it does not use. The
+//! Python side (`cclab.kernel.backend.check`) rejects what the kernel
+//! backend cannot do before anything starts.
+
+use serde::Deserialize;
+use std::net::Ipv4Addr;
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Ir {
+    pub name: String,
+    pub duration_ns: u64,
+    pub seed: u64,
+    pub sample_interval_ns: u64,
+    pub mss: u32,
+    pub header_bytes: u32,
+    pub link: Link,
+    pub flows: Vec<Flow>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Link {
+    pub capacity: Capacity,
+    pub delay_ns: u64,
+    pub buffer: Buffer,
+    pub loss: Loss,
+    #[serde(default)]
+    pub schedule: Vec<Change>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Capacity {
+    Constant { rate_bps: u64 },
+    Trace { path: String, opportunities_ns: Vec<u64>, period_ns: u64, bytes_per_opportunity: u32 },
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Buffer {
+    pub bytes: Option<u64>,
+    pub packets: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Loss {
+    Bernoulli { p: f64 },
+    GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Change {
+    pub at_ns: u64,
+    pub rate_bps: Option<u64>,
+    pub delay_ns: Option<u64>,
+    pub loss: Option<Loss>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Flow {
+    pub id: u32,
+    pub cca: String,
+    pub rtt_ns: u64,
+    pub start_ns: u64,
+    pub stop_ns: Option<u64>,
+    pub bytes: Option<u64>,
+}
+
+impl Ir {
+    pub fn from_json(text: &str) -> Result<Ir, String> {
+        let ir: Ir = serde_json::from_str(text).map_err(|e| format!("resolved IR: {e}"))?;
+        if ir.sample_interval_ns == 0 {
+            return Err("resolved IR: sample_interval_ns must be > 0".into());
+        }
+        if ir.flows.len() > MAX_FLOWS {
+            return Err(format!("resolved IR: {} flows; the kernel backend supports at most {MAX_FLOWS}", ir.flows.len()));
+        }
+        for (i, f) in ir.flows.iter().enumerate() {
+            if f.id as usize != i {
+                return Err(format!("resolved IR: flows[{i}].id is {}; expected ids 0..n in order", f.id));
+            }
+        }
+        Ok(ir)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Address plan (shared with python/cclab/kernel/netns.py — keep in sync).
+//
+// Every run has its own pair of namespaces, so the plan is the same in every
+// run. Flow i's sender socket binds 10.77.1.(10+i); the receiver listens on
+// 10.77.2.1:5201. The emulator tells flows apart by the sender address
+// (source of data packets, destination of ACKs) and gives each its own
+// access delay — that is how flows get their own base RTT.
+
+/// At most this many flows per run (one sender address per flow in a /24).
+pub const MAX_FLOWS: usize = 200;
+pub const SENDER_NET: [u8; 3] = [10, 77, 1];
+pub const FIRST_HOST: u8 = 10;
+pub const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
+pub const PORT: u16 = 5201;
+
+pub fn sender_addr(flow: u32) -> Ipv4Addr {
+    Ipv4Addr::new(SENDER_NET[0], SENDER_NET[1], SENDER_NET[2], FIRST_HOST + flow as u8)
+}
+
+/// The flow whose sender owns this address, if any.
+pub fn flow_of_addr(a: [u8; 4], n_flows: usize) -> Option<u32> {
+    if a[..3] == SENDER_NET && a[3] >= FIRST_HOST && ((a[3] - FIRST_HOST) as usize) < n_flows {
+        Some((a[3] - FIRST_HOST) as u32)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn address_plan_round_trips() {
+        for f in [0u32, 1, 7, 199] {
+            assert_eq!(flow_of_addr(sender_addr(f).octets(), 200), Some(f));
+        }
+        assert_eq!(flow_of_addr([10, 77, 1, 12], 2), None); // beyond the run's flows
+        assert_eq!(flow_of_addr(RECEIVER_ADDR.octets(), 2), None);
+    }
+
+    #[test]
+    fn reads_the_documented_ir() {
+        let text = r#"{"ir_version":1,"name":"x","duration_ns":1000000000,"seed":1,
+          "sample_interval_ns":10000000,"measure":{"from_ns":0,"to_ns":1000000000},
+          "mss":1448,"header_bytes":52,
+          "link":{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+                  "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
+                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"aqm":"droptail"},
+          "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
+                    "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null}]}"#;
+        let ir = Ir::from_json(text).unwrap();
+        assert_eq!(ir.link.capacity, Capacity::Constant { rate_bps: 80_000_000 });
+        assert_eq!(ir.link.schedule[0].rate_bps, Some(1));
+        assert_eq!(ir.flows[0].cca, "cubic");
+    }
+}

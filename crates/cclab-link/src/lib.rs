@@ -1,0 +1,25 @@
+//! cclab-link: cclab's userspace bottleneck emulator and its traffic endpoints.
+//!
+//! * [`model`] — the link itself (loss → drop-tail queue → serialization at a
+//!   constant / scheduled / Mahimahi-trace rate → propagation; ACKs delayed
+//!   only). Pure: it receives `now` and packets and hands back packets with
+//!   their due times. No clock, no I/O, seeded randomness — unit-tested
+//!   without namespaces.
+//! * [`config`] — the resolved scenario (IR, `docs/ir.md`) as the emulator
+//!   reads it, and the address plan shared with the Python orchestration.
+//! * [`emulator`] — the real-time loop: TUN devices opened inside the
+//!   sender-side and receiver-side namespaces, nanosecond `ppoll`, timer
+//!   slack 1, sampling, SIGTERM.
+//! * [`traffic`] — the multi-flow TCP sender and receiver (`TCP_CONGESTION`
+//!   per socket, goodput counted by the receiving application).
+//! * [`sys`] — the few raw syscalls (setns, TUN, clocks, signals).
+
+pub mod config;
+pub mod emulator;
+pub mod model;
+pub mod stats;
+pub mod sys;
+pub mod traffic;
+
+/// Version written into every run's provenance (`meta.json`).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,158 @@
+//! cclab's multi-flow TCP sender and receiver.
+//!
+//! Why not iperf3 (docs/kernel.md): one process drives every flow of a run
+//! on the run's shared clock, so flows start (first data segment) at their
+//! `start_ns`, stop writing at `stop_ns` or after `bytes` exactly; the
+//! receiver counts the bytes its application actually read, per flow,
+//! sampled at exactly t0 + k·interval — iperf3 reports at ≥ 100 ms
+//! intervals and its client counts bytes written, not delivered; and there
+//! is no control connection per flow to tell apart from data in sock_diag.
+//!
+//! Connections are opened before t0 (the handshake is not part of the
+//! experiment, as in the simulator, docs/ir.md "Flows"); each socket gets
+//! its algorithm with `setsockopt(TCP_CONGESTION)` before `connect`, never
+//! through a namespace default.
+
+use crate::config::{self, Ir};
+use crate::sys;
+use std::io::{self, Read, Write};
+use std::net::{SocketAddrV4, TcpListener, TcpStream};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn cvt(r: libc::c_int, what: &str) -> io::Result<libc::c_int> {
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what}: {e}")))
+    } else {
+        Ok(r)
+    }
+}
+
+fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
+    libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: a.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+        sin_zero: [0; 8],
+    }
+}
+
+/// A connected socket from `src` to `dst` using congestion control `cca`.
+pub fn connect_with_cca(src: SocketAddrV4, dst: SocketAddrV4, cca: &str) -> io::Result<TcpStream> {
+    unsafe {
+        let fd = cvt(libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0), "socket")?;
+        let stream = TcpStream::from_raw_fd(fd);
+        cvt(
+            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cca.as_ptr() as *const _, cca.len() as libc::socklen_t),
+            &format!("TCP_CONGESTION {cca:?} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+        )?;
+        let s = sockaddr(src);
+        cvt(libc::bind(fd, &s as *const _ as *const libc::sockaddr, std::mem::size_of_val(&s) as u32), &format!("bind {src}"))?;
+        let d = sockaddr(dst);
+        cvt(libc::connect(fd, &d as *const _ as *const libc::sockaddr, std::mem::size_of_val(&d) as u32), &format!("connect {dst}"))?;
+        Ok(stream)
+    }
+}
+
+/// `cclab-link send`: connect every flow of the IR, print `connected`, then
+/// write from t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
+pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
+    let mask = sys::install_stop_signals();
+    sys::die_with_parent();
+    sys::enter_netns(netns).map_err(|e| e.to_string())?;
+    let dst = SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT);
+    let mut streams = Vec::new();
+    for f in &ir.flows {
+        let src = SocketAddrV4::new(config::sender_addr(f.id), 0);
+        let s = connect_with_cca(src, dst, &f.cca).map_err(|e| format!("flow {}: {e}", f.id))?;
+        s.set_write_timeout(Some(Duration::from_millis(5))).ok();
+        streams.push(s);
+    }
+    println!("connected");
+    io::stdout().flush().ok();
+    let run_end = t0 + ir.duration_ns;
+    for (f, mut s) in ir.flows.iter().cloned().zip(streams) {
+        std::thread::spawn(move || {
+            sys::sleep_until(t0 + f.start_ns);
+            let end = f.stop_ns.map(|x| t0 + x).unwrap_or(u64::MAX).min(run_end);
+            let mut left = f.bytes.unwrap_or(u64::MAX);
+            let buf = vec![0x5au8; 256 * 1024];
+            while left > 0 && sys::mono_ns() < end {
+                let n = (buf.len() as u64).min(left) as usize;
+                match s.write(&buf[..n]) {
+                    Ok(w) => left -= w as u64,
+                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                    Err(e) => {
+                        eprintln!("flow {}: write: {e}", f.id);
+                        break;
+                    }
+                }
+            }
+            // keep the connection open (sock_diag still sees it) until we are told to stop
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+                let _ = &s;
+            }
+        });
+    }
+    sys::wait_for_stop(&mask);
+    Ok(())
+}
+
+/// `cclab-link recv`: listen, count bytes read per flow (by sender address),
+/// sample the cumulative counts at t0 + k·interval into `out` (CSV:
+/// `time_ns,flow_id,delivered_bytes`), then wait for SIGTERM.
+pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
+    let mask = sys::install_stop_signals();
+    sys::die_with_parent();
+    sys::enter_netns(netns).map_err(|e| e.to_string())?;
+    let n = ir.flows.len();
+    let listener = TcpListener::bind(SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT)).map_err(|e| format!("listen: {e}"))?;
+    let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+    {
+        let counts = counts.clone();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { continue };
+                let Ok(std::net::SocketAddr::V4(peer)) = conn.peer_addr() else { continue };
+                let Some(flow) = config::flow_of_addr(peer.ip().octets(), n) else { continue };
+                let counts = counts.clone();
+                std::thread::spawn(move || {
+                    let mut buf = vec![0u8; 1 << 20];
+                    while let Ok(r) = conn.read(&mut buf) {
+                        if r == 0 {
+                            break;
+                        }
+                        counts[flow as usize].fetch_add(r as u64, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+    }
+    println!("listening");
+    io::stdout().flush().ok();
+    let interval = ir.sample_interval_ns;
+    let mut rows = String::from("time_ns,flow_id,delivered_bytes\n");
+    for k in 1..=ir.duration_ns / interval {
+        let t = t0 + k * interval;
+        loop {
+            let now = sys::mono_ns();
+            if now >= t || sys::stop_requested() {
+                break;
+            }
+            let _ = sys::ppoll(&mut [], Some(t - now), &mask);
+        }
+        if sys::stop_requested() {
+            break;
+        }
+        for (i, c) in counts.iter().enumerate() {
+            rows.push_str(&format!("{},{},{}\n", k * interval, i, c.load(Ordering::Relaxed)));
+        }
+    }
+    std::fs::write(out, rows).map_err(|e| format!("{out}: {e}"))?;
+    sys::wait_for_stop(&mask);
+    Ok(())
+}

@@ -1,0 +1,854 @@
+//! BBRv1 as Linux runs it (net/ipv4/tcp_bbr.c), plus the three BBR variants
+//! the WPI thesis proposes, as parameter presets of the same code.
+//!
+//! One file per state: [`startup`], [`drain`], [`probe_bw`], [`probe_rtt`];
+//! the model pieces that cut across states live in [`filters`] (windowed max
+//! filter), [`lt_bw`] (long-term / policer model) and [`variants`]
+//! (`bbr_cwnd_feedback`, `bbr_sticky_rtprop`). Function names follow
+//! tcp_bbr.c (`bbr_update_bw` is [`Bbr::update_bw`], …) so the two can be
+//! read side by side.
+//!
+//! Units follow Linux so integer rounding matches: bandwidth in packets per
+//! µs scaled by 2^24 (`BW_SCALE`), gains in 1/256 (`BBR_SCALE`), cwnd in
+//! packets. Deliberate deviations from Linux:
+//! * timestamps are the simulator's ns clock instead of jiffies/µs stamps
+//!   (min_rtt window and ProbeRTT's 200 ms are exact rather than jiffy-rounded);
+//! * `sk_max_pacing_rate` is unbounded;
+//! * `GSO_MAX_SIZE − 1 − MAX_TCP_HEADER` for the TSO goal uses
+//!   `MAX_TCP_HEADER` = 320 bytes (x86-64 default build).
+
+pub mod drain;
+pub mod filters;
+pub mod lt_bw;
+pub mod probe_bw;
+pub mod probe_rtt;
+pub mod startup;
+pub mod variants;
+
+#[cfg(test)]
+pub(crate) mod harness;
+
+use super::{CaState, CcError, CongestionOps, Conn, CwndEvent, Params, RateSample, Snapshot};
+use crate::time::{Bandwidth, Dur, Time, NS_PER_MS, NS_PER_US};
+use filters::Minmax;
+use lt_bw::LtBw;
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use variants::{CwndFeedback, CwndFeedbackConfig, StickyRtprop, StickyRtpropConfig};
+
+/// `BW_SCALE` (tcp_bbr.c): bandwidth is packets/µs << 24 (~715 bit/s per unit at 1500 B).
+pub const BW_SCALE: u32 = 24;
+pub const BW_UNIT: u64 = 1 << BW_SCALE;
+/// `BBR_SCALE` (tcp_bbr.c): gains and fractions are in 1/256.
+pub const BBR_SCALE: u32 = 8;
+pub const BBR_UNIT: u32 = 1 << BBR_SCALE;
+
+/// `CYCLE_LEN` (tcp_bbr.c): phases in the ProbeBW pacing-gain cycle.
+pub const CYCLE_LEN: usize = 8;
+/// `bbr_bw_rtts = CYCLE_LEN + 2` (tcp_bbr.c): max-filter window in rounds.
+pub const BW_RTTS: u32 = CYCLE_LEN as u32 + 2;
+/// `bbr_min_rtt_win_sec` (tcp_bbr.c).
+pub const MIN_RTT_WIN_SEC: u64 = 10;
+/// `bbr_probe_rtt_mode_ms` (tcp_bbr.c).
+pub const PROBE_RTT_MODE_MS: u64 = 200;
+/// `bbr_min_tso_rate` (tcp_bbr.c), bit/s: below it one-segment TSO bursts.
+pub const MIN_TSO_RATE: u64 = 1_200_000;
+/// `bbr_pacing_margin_percent` (tcp_bbr.c): pace 1 % below the estimate.
+pub const PACING_MARGIN_PERCENT: u32 = 1;
+/// `bbr_high_gain = BBR_UNIT * 2885 / 1000 + 1` (tcp_bbr.c): 2/ln 2, Startup's gain.
+pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
+/// `bbr_drain_gain = BBR_UNIT * 1000 / 2885` (tcp_bbr.c): 1/high_gain.
+pub const DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
+/// `bbr_cwnd_gain = BBR_UNIT * 2` (tcp_bbr.c): ProbeBW cwnd gain.
+pub const CWND_GAIN: u32 = BBR_UNIT * 2;
+/// `bbr_cwnd_min_target` (tcp_bbr.c): 4 packets keep delayed ACKs flowing.
+pub const CWND_MIN_TARGET: u32 = 4;
+/// `bbr_full_bw_thresh = BBR_UNIT * 5 / 4` (tcp_bbr.c).
+pub const FULL_BW_THRESH: u32 = BBR_UNIT * 5 / 4;
+/// `bbr_full_bw_cnt` (tcp_bbr.c).
+pub const FULL_BW_CNT: u32 = 3;
+/// `bbr_extra_acked_gain = BBR_UNIT` (tcp_bbr.c).
+pub const EXTRA_ACKED_GAIN: u32 = BBR_UNIT;
+/// `bbr_extra_acked_win_rtts` (tcp_bbr.c).
+pub const EXTRA_ACKED_WIN_RTTS: u32 = 5;
+/// `bbr_ack_epoch_acked_reset_thresh = 1U << 20` (tcp_bbr.c).
+pub const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
+/// `bbr_extra_acked_max_us` (tcp_bbr.c): cap extra_acked at 100 ms of bw.
+pub const EXTRA_ACKED_MAX_US: u64 = 100_000;
+/// `TCP_INIT_CWND` (include/net/tcp.h).
+pub const TCP_INIT_CWND: u32 = super::INIT_CWND;
+/// `sk_pacing_shift` default (include/net/sock.h `sk_pacing_shift_update`,
+/// net/core/sock.c): TSO bursts hold ~1 ms (2^-10 s) of the pacing rate.
+pub const SK_PACING_SHIFT: u32 = 10;
+/// `GSO_MAX_SIZE - 1 - MAX_TCP_HEADER` (bbr_tso_segs_goal): 65536 − 1 − 320.
+pub const TSO_MAX_BYTES: u64 = 65536 - 1 - 320;
+/// `min(segs, 0x7FU)` in bbr_tso_segs_goal.
+pub const TSO_MAX_SEGS: u32 = 0x7F;
+
+/// `enum bbr_mode` (tcp_bbr.c).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Startup = 0,
+    Drain = 1,
+    ProbeBw = 2,
+    ProbeRtt = 3,
+}
+
+/// Names of [`Mode`] for the record, indexed by `Snapshot::state`.
+pub const STATE_NAMES: &[&str] = &["STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"];
+
+/// Linux compares `enum tcp_ca_state` numerically (`prev_ca_state < TCP_CA_Recovery`).
+#[inline]
+pub(crate) fn ca_rank(s: CaState) -> u8 {
+    match s {
+        CaState::Open => 0,
+        CaState::Disorder => 1,
+        CaState::Cwr => 2,
+        CaState::Recovery => 3,
+        CaState::Loss => 4,
+    }
+}
+
+/// A bandwidth sample in BBR units (packets/µs << 24) from a rate sample,
+/// rounded down as `bbr_update_bw` does (`do_div`). `None` if invalid.
+#[inline]
+pub(crate) fn bw_sample(rs: &RateSample) -> Option<u64> {
+    if rs.interval.ns() == 0 {
+        return None;
+    }
+    Some((rs.delivered as u128 * BW_UNIT as u128 * NS_PER_US as u128 / rs.interval.ns() as u128) as u64)
+}
+
+/// `bbr_rate_bytes_per_sec`: BBR bw × mss × gain, in bytes/s, less `margin` percent.
+#[inline]
+pub(crate) fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32, margin: u32) -> u64 {
+    let mut rate = bw as u128 * mss as u128;
+    rate *= gain as u128;
+    rate >>= BBR_SCALE;
+    rate *= (1_000_000 / 100 * (100 - margin as u64)) as u128;
+    (rate >> BW_SCALE) as u64
+}
+
+/// BBR bandwidth units → bit/s, no margin (for the record).
+#[inline]
+pub(crate) fn bw_to_bps(bw: u64, mss: u32) -> f64 {
+    bw as f64 * mss as f64 * 8.0 * 1e6 / BW_UNIT as f64
+}
+
+/// `ceil(bw · min_rtt · gain)` in packets (`bbr_bdp`'s arithmetic).
+#[inline]
+pub(crate) fn bdp_pkts(bw: u64, min_rtt_us: u64, gain: u32) -> u32 {
+    let w = bw as u128 * min_rtt_us as u128;
+    let bdp = (((w * gain as u128) >> BBR_SCALE) + BW_UNIT as u128 - 1) / BW_UNIT as u128;
+    bdp.min(u32::MAX as u128) as u32
+}
+
+/// `bbr_min_tso_segs` + `bbr_tso_segs_goal`: segments per TSO burst at this pacing rate.
+#[inline]
+pub(crate) fn tso_segs_goal(pacing_rate_bytes: u64, mss: u32) -> u32 {
+    let min_segs = if pacing_rate_bytes < (MIN_TSO_RATE >> 3) { 1 } else { 2 };
+    let bytes = (pacing_rate_bytes >> SK_PACING_SHIFT).min(TSO_MAX_BYTES);
+    let segs = ((bytes / mss.max(1) as u64) as u32).max(min_segs);
+    segs.min(TSO_MAX_SEGS)
+}
+
+/// Convert a gain given as a real number in `cca_params` to 1/256 units.
+pub(crate) fn gain_param(p: &mut Params, name: &str, default_units: u32) -> Result<u32, CcError> {
+    let v = p.take(name, default_units as f64 / BBR_UNIT as f64);
+    if !(v.is_finite() && v > 0.0 && v < 64.0) {
+        return Err(CcError(format!("{}: {name} = {v} must be in (0, 64)", p.cca)));
+    }
+    Ok((v * BBR_UNIT as f64).round().max(1.0) as u32)
+}
+
+/// A positive integer parameter.
+pub(crate) fn count_param(p: &mut Params, name: &str, default: u64, min: u64) -> Result<u64, CcError> {
+    let v = p.take(name, default as f64);
+    if !(v.is_finite() && v >= min as f64 && v.fract() == 0.0 && v < 1e12) {
+        return Err(CcError(format!("{}: {name} = {v} must be an integer ≥ {min}", p.cca)));
+    }
+    Ok(v as u64)
+}
+
+/// Static configuration (`static const` knobs of tcp_bbr.c), settable from
+/// `cca_params`. `Default` is Linux's values.
+#[derive(Clone, Debug)]
+pub struct BbrConfig {
+    /// `bbr_high_gain`: Startup pacing and cwnd gain, Drain cwnd gain. Param `startup_gain`.
+    pub high_gain: u32,
+    /// `bbr_drain_gain`. Param `drain_gain`.
+    pub drain_gain: u32,
+    /// `bbr_cwnd_gain`: ProbeBW cwnd gain. Param `cwnd_gain` (1.5 in `bbr_shallow`).
+    pub cwnd_gain: u32,
+    /// `bbr_pacing_gain[0]`, the probing phase. Param `probe_bw_up_gain`.
+    pub probe_up_gain: u32,
+    /// `bbr_pacing_gain[1]`, the draining phase. Param `probe_bw_down_gain`.
+    pub probe_down_gain: u32,
+    /// `bbr_bw_rtts`. Param `bw_filter_rounds`.
+    pub bw_rtts: u32,
+    /// `bbr_min_rtt_win_sec`, which is also v1's ProbeRTT interval. Param `min_rtt_win_s`.
+    pub min_rtt_win: Dur,
+    /// `bbr_probe_rtt_mode_ms`. Param `probe_rtt_mode_ms` (0 disables ProbeRTT, as in Linux).
+    pub probe_rtt_mode: Dur,
+    /// `bbr_cwnd_min_target`. Param `cwnd_min_target`.
+    pub cwnd_min_target: u32,
+    /// `bbr_full_bw_thresh`. Param `full_bw_thresh`.
+    pub full_bw_thresh: u32,
+    /// `bbr_full_bw_cnt`. Param `full_bw_cnt`.
+    pub full_bw_cnt: u32,
+    /// `bbr_pacing_margin_percent`. Param `pacing_margin_percent`.
+    pub pacing_margin_percent: u32,
+    /// `bbr_extra_acked_gain` (0 disables ack-aggregation provisioning). Param `extra_acked_gain`.
+    pub extra_acked_gain: u32,
+    /// `bbr_extra_acked_win_rtts`. Param `extra_acked_win_rtts`.
+    pub extra_acked_win_rtts: u32,
+    /// `bbr_extra_acked_max_us`. Param `extra_acked_max_ms`.
+    pub extra_acked_max_us: u64,
+    /// Long-term (policer) model on/off and its knobs, see [`lt_bw`].
+    pub lt: lt_bw::LtBwConfig,
+    /// `bbr_sticky_rtprop` (WPI thesis §5.5.2); `None` = Linux behaviour.
+    pub sticky: Option<StickyRtpropConfig>,
+    /// `bbr_cwnd_feedback` (WPI thesis Algorithm 1); `None` = Linux behaviour.
+    pub feedback: Option<CwndFeedbackConfig>,
+}
+
+impl Default for BbrConfig {
+    fn default() -> Self {
+        BbrConfig {
+            high_gain: HIGH_GAIN,
+            drain_gain: DRAIN_GAIN,
+            cwnd_gain: CWND_GAIN,
+            probe_up_gain: probe_bw::PACING_GAIN[0],
+            probe_down_gain: probe_bw::PACING_GAIN[1],
+            bw_rtts: BW_RTTS,
+            min_rtt_win: Dur::from_secs(MIN_RTT_WIN_SEC),
+            probe_rtt_mode: Dur::from_ms(PROBE_RTT_MODE_MS),
+            cwnd_min_target: CWND_MIN_TARGET,
+            full_bw_thresh: FULL_BW_THRESH,
+            full_bw_cnt: FULL_BW_CNT,
+            pacing_margin_percent: PACING_MARGIN_PERCENT,
+            extra_acked_gain: EXTRA_ACKED_GAIN,
+            extra_acked_win_rtts: EXTRA_ACKED_WIN_RTTS,
+            extra_acked_max_us: EXTRA_ACKED_MAX_US,
+            lt: lt_bw::LtBwConfig::default(),
+            sticky: None,
+            feedback: None,
+        }
+    }
+}
+
+/// Parameters every BBRv1-family name accepts in `cca_params`.
+pub const PARAMS: &[&str] = &[
+    "startup_gain",
+    "drain_gain",
+    "cwnd_gain",
+    "probe_bw_up_gain",
+    "probe_bw_down_gain",
+    "bw_filter_rounds",
+    "min_rtt_win_s",
+    "probe_rtt_mode_ms",
+    "cwnd_min_target",
+    "full_bw_thresh",
+    "full_bw_cnt",
+    "pacing_margin_percent",
+    "extra_acked_gain",
+    "extra_acked_win_rtts",
+    "extra_acked_max_ms",
+    "lt_bw",
+    "lt_intvl_min_rtts",
+    "lt_loss_thresh",
+    "lt_bw_max_rtts",
+    "sticky_rtprop",
+    "sticky_probes",
+    "sticky_jump",
+    "cwnd_feedback",
+    "fb_loss_thresh",
+    "fb_rate_thresh",
+    "fb_rtt_thresh",
+    "fb_gain_min",
+    "fb_gain_max",
+    "fb_decrease",
+    "fb_increase",
+];
+
+/// The BBRv1-family names and what each presets.
+pub const NAMES: &[&str] = &["bbr", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"];
+
+impl BbrConfig {
+    /// Build from `cca_params`; `p.cca` picks the preset the params modify.
+    pub(crate) fn from_params(p: &mut Params) -> Result<BbrConfig, CcError> {
+        let preset = p.cca;
+        let d = BbrConfig::default();
+        let cwnd_gain_default = match preset {
+            // WPI thesis §5 (bbr_shallow): cwnd gain 1.5 instead of 2 in ProbeBW.
+            "bbr_shallow" => BBR_UNIT * 3 / 2,
+            _ => d.cwnd_gain,
+        };
+        let mut c = BbrConfig {
+            high_gain: gain_param(p, "startup_gain", d.high_gain)?,
+            drain_gain: gain_param(p, "drain_gain", d.drain_gain)?,
+            cwnd_gain: gain_param(p, "cwnd_gain", cwnd_gain_default)?,
+            probe_up_gain: gain_param(p, "probe_bw_up_gain", d.probe_up_gain)?,
+            probe_down_gain: gain_param(p, "probe_bw_down_gain", d.probe_down_gain)?,
+            bw_rtts: count_param(p, "bw_filter_rounds", d.bw_rtts as u64, 1)? as u32,
+            min_rtt_win: {
+                let s = p.take("min_rtt_win_s", MIN_RTT_WIN_SEC as f64);
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(CcError(format!("{preset}: min_rtt_win_s = {s} must be > 0")));
+                }
+                Dur((s * 1e9).round() as u64)
+            },
+            probe_rtt_mode: Dur::from_ms(count_param(p, "probe_rtt_mode_ms", PROBE_RTT_MODE_MS, 0)?),
+            cwnd_min_target: count_param(p, "cwnd_min_target", d.cwnd_min_target as u64, 1)? as u32,
+            full_bw_thresh: gain_param(p, "full_bw_thresh", d.full_bw_thresh)?,
+            full_bw_cnt: count_param(p, "full_bw_cnt", d.full_bw_cnt as u64, 1)? as u32,
+            pacing_margin_percent: {
+                let m = count_param(p, "pacing_margin_percent", d.pacing_margin_percent as u64, 0)?;
+                if m >= 100 {
+                    return Err(CcError(format!("{preset}: pacing_margin_percent must be < 100")));
+                }
+                m as u32
+            },
+            extra_acked_gain: {
+                let g = p.take("extra_acked_gain", 1.0);
+                if !(g.is_finite() && (0.0..64.0).contains(&g)) {
+                    return Err(CcError(format!("{preset}: extra_acked_gain = {g} must be in [0, 64)")));
+                }
+                (g * BBR_UNIT as f64).round() as u32
+            },
+            extra_acked_win_rtts: count_param(p, "extra_acked_win_rtts", d.extra_acked_win_rtts as u64, 1)?
+                as u32,
+            extra_acked_max_us: count_param(p, "extra_acked_max_ms", d.extra_acked_max_us / 1000, 0)? * 1000,
+            lt: lt_bw::LtBwConfig::from_params(p)?,
+            sticky: None,
+            feedback: None,
+        };
+        if p.take_bool("sticky_rtprop", preset == "bbr_sticky_rtprop") {
+            c.sticky = Some(StickyRtpropConfig::from_params(p)?);
+        } else {
+            StickyRtpropConfig::from_params(p)?; // consume (and validate) its knobs
+        }
+        if p.take_bool("cwnd_feedback", preset == "bbr_cwnd_feedback") {
+            c.feedback = Some(CwndFeedbackConfig::from_params(p, c.cwnd_gain)?);
+        } else {
+            CwndFeedbackConfig::from_params(p, c.cwnd_gain)?;
+        }
+        Ok(c)
+    }
+}
+
+/// State for `bbr_update_ack_aggregation` (tcp_bbr.c's ACK-aggregation fields).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AckAggregation {
+    /// `ack_epoch_mstamp`: start of the ACK sampling epoch.
+    pub epoch_mstamp: Time,
+    /// `ack_epoch_acked`: packets (S)ACKed in the epoch (20-bit in Linux).
+    pub epoch_acked: u32,
+    /// `extra_acked[2]`: max excess ACKed in the current and previous window.
+    pub extra_acked: [u32; 2],
+    /// `extra_acked_win_rtts`: rounds since the window last flipped.
+    pub win_rtts: u32,
+    /// `extra_acked_win_idx`.
+    pub win_idx: usize,
+}
+
+/// BBRv1 (`struct bbr`, tcp_bbr.c).
+#[derive(Clone, Debug)]
+pub struct Bbr {
+    name: &'static str,
+    pub(crate) cfg: BbrConfig,
+    rng: Xoshiro256PlusPlus,
+
+    pub(crate) mode: Mode,
+    /// `min_rtt_us` (kept in ns); `u64::MAX` before the first sample (`~0U`).
+    pub(crate) min_rtt_ns: u64,
+    /// `min_rtt_stamp`.
+    pub(crate) min_rtt_stamp: Time,
+    /// `probe_rtt_done_stamp`; `None` is Linux's 0.
+    pub(crate) probe_rtt_done_stamp: Option<Time>,
+    /// `bw`: windowed max delivery rate, packets/µs << 24, over `rtt_cnt` rounds.
+    pub(crate) bw: Minmax,
+    /// `rtt_cnt`: packet-timed rounds elapsed.
+    pub(crate) rtt_cnt: u64,
+    /// `next_rtt_delivered`: `tp->delivered` at the end of the current round.
+    pub(crate) next_rtt_delivered: u64,
+    /// `cycle_mstamp`: start of the current gain-cycle phase.
+    pub(crate) cycle_mstamp: Time,
+    /// `prev_ca_state`.
+    pub(crate) prev_ca_state: CaState,
+    pub(crate) packet_conservation: bool,
+    pub(crate) round_start: bool,
+    pub(crate) idle_restart: bool,
+    pub(crate) probe_rtt_round_done: bool,
+    pub(crate) lt: LtBw,
+    pub(crate) pacing_gain: u32,
+    pub(crate) cwnd_gain: u32,
+    pub(crate) full_bw_reached: bool,
+    pub(crate) full_bw_cnt: u32,
+    /// `cycle_idx`: index into the pacing-gain cycle.
+    pub(crate) cycle_idx: usize,
+    pub(crate) has_seen_rtt: bool,
+    /// `prior_cwnd`: cwnd before recovery / ProbeRTT, to restore.
+    pub(crate) prior_cwnd: u32,
+    /// `full_bw`: bw at the last ≥ 25 % growth.
+    pub(crate) full_bw: u64,
+    pub(crate) ack_agg: AckAggregation,
+    /// `sk->sk_pacing_rate` in bytes/s (mirrored to `conn.pacing_rate` in bit/s).
+    pub(crate) pacing_rate_bytes: u64,
+
+    pub(crate) sticky: Option<StickyRtprop>,
+    pub(crate) feedback: Option<CwndFeedback>,
+}
+
+impl Bbr {
+    /// Build one of [`NAMES`] from its `cca_params`; `seed` drives the random
+    /// ProbeBW start phase (`prandom_u32_max` in Linux).
+    pub(crate) fn from_params(mut p: Params, seed: u64) -> Result<Bbr, CcError> {
+        let name = NAMES
+            .iter()
+            .copied()
+            .find(|n| *n == p.cca)
+            .ok_or_else(|| CcError(format!("'{}' is not a BBRv1-family algorithm", p.cca)))?;
+        let cfg = BbrConfig::from_params(&mut p)?;
+        p.finish(PARAMS)?;
+        Ok(Bbr::new(name, cfg, seed))
+    }
+
+    pub fn new(name: &'static str, cfg: BbrConfig, seed: u64) -> Bbr {
+        let sticky = cfg.sticky.clone().map(StickyRtprop::new);
+        let feedback = cfg.feedback.clone().map(CwndFeedback::new);
+        Bbr {
+            name,
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            mode: Mode::Startup,
+            min_rtt_ns: u64::MAX,
+            min_rtt_stamp: Time::ZERO,
+            probe_rtt_done_stamp: None,
+            bw: Minmax::default(),
+            rtt_cnt: 0,
+            next_rtt_delivered: 0,
+            cycle_mstamp: Time::ZERO,
+            prev_ca_state: CaState::Open,
+            packet_conservation: false,
+            round_start: false,
+            idle_restart: false,
+            probe_rtt_round_done: false,
+            lt: LtBw::default(),
+            pacing_gain: cfg.high_gain,
+            cwnd_gain: cfg.high_gain,
+            full_bw_reached: false,
+            full_bw_cnt: 0,
+            cycle_idx: 0,
+            has_seen_rtt: false,
+            prior_cwnd: 0,
+            full_bw: 0,
+            ack_agg: AckAggregation::default(),
+            pacing_rate_bytes: 0,
+            sticky,
+            feedback,
+            cfg,
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// `prandom_u32_max(n)`: uniform in [0, n), from the seeded generator.
+    pub(crate) fn prandom_u32_max(&mut self, n: u32) -> u32 {
+        ((self.rng.next_u32() as u64 * n as u64) >> 32) as u32
+    }
+
+    /// `bbr_full_bw_reached`.
+    #[inline]
+    pub(crate) fn full_bw_reached(&self) -> bool {
+        self.full_bw_reached
+    }
+
+    /// `bbr_max_bw`: the windowed max.
+    #[inline]
+    pub(crate) fn max_bw(&self) -> u64 {
+        self.bw.get()
+    }
+
+    /// `bbr_bw`: the estimate in use — the policer's rate if one is modelled.
+    #[inline]
+    pub(crate) fn bbr_bw(&self) -> u64 {
+        if self.lt.use_bw {
+            self.lt.bw
+        } else {
+            self.max_bw()
+        }
+    }
+
+    /// `min_rtt_us` as Linux holds it (truncated µs).
+    #[inline]
+    pub(crate) fn min_rtt_us(&self) -> u64 {
+        self.min_rtt_ns / NS_PER_US
+    }
+
+    /// `bbr_extra_acked`: max over the current and previous windows.
+    #[inline]
+    fn extra_acked(&self) -> u32 {
+        self.ack_agg.extra_acked[0].max(self.ack_agg.extra_acked[1])
+    }
+
+    /// `bbr_bw_to_pacing_rate`, bytes/s.
+    #[inline]
+    pub(crate) fn bw_to_pacing_rate(&self, bw: u64, gain: u32, mss: u32) -> u64 {
+        rate_bytes_per_sec(bw, mss, gain, self.cfg.pacing_margin_percent)
+    }
+
+    fn write_pacing_rate(&mut self, conn: &mut Conn, bytes_per_sec: u64) {
+        self.pacing_rate_bytes = bytes_per_sec;
+        conn.pacing_rate = Some(Bandwidth(bytes_per_sec.saturating_mul(8)));
+    }
+
+    /// `bbr_set_pacing_rate`: pace at gain·bw; before the pipe is full only
+    /// ever raise the rate (Startup must not slow down on a noisy sample).
+    pub(crate) fn set_pacing_rate(&mut self, conn: &mut Conn, bw: u64, gain: u32) {
+        let rate = self.bw_to_pacing_rate(bw, gain, conn.mss);
+        if !self.has_seen_rtt && conn.srtt.ns() > 0 {
+            self.init_pacing_rate_from_rtt(conn);
+        }
+        if self.full_bw_reached() || rate > self.pacing_rate_bytes {
+            self.write_pacing_rate(conn, rate);
+        }
+    }
+
+    /// `bbr_tso_segs_goal` at the current pacing rate.
+    #[inline]
+    pub(crate) fn tso_segs_goal(&self, mss: u32) -> u32 {
+        tso_segs_goal(self.pacing_rate_bytes, mss)
+    }
+
+    /// `bbr_save_cwnd`: remember the last good cwnd to restore after
+    /// recovery or ProbeRTT.
+    pub(crate) fn save_cwnd(&mut self, conn: &Conn) {
+        if ca_rank(self.prev_ca_state) < ca_rank(CaState::Recovery) && self.mode != Mode::ProbeRtt {
+            self.prior_cwnd = conn.cwnd;
+        } else {
+            self.prior_cwnd = self.prior_cwnd.max(conn.cwnd);
+        }
+    }
+
+    /// `bbr_bdp`: ceil(bw · min_rtt · gain), or the initial window before any RTT sample.
+    pub(crate) fn bdp(&self, bw: u64, gain: u32) -> u32 {
+        if self.min_rtt_ns == u64::MAX {
+            return TCP_INIT_CWND;
+        }
+        bdp_pkts(bw, self.min_rtt_us(), gain)
+    }
+
+    /// `bbr_quantization_budget`: room for 3 TSO bursts in flight, even
+    /// rounding for delayed ACKs, +2 in the probing phase so small BDPs still
+    /// get inflight above BDP.
+    pub(crate) fn quantization_budget(&self, cwnd: u32, mss: u32) -> u32 {
+        let mut cwnd = cwnd.saturating_add(3 * self.tso_segs_goal(mss));
+        cwnd = (cwnd.saturating_add(1)) & !1u32;
+        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+            cwnd = cwnd.saturating_add(2);
+        }
+        cwnd
+    }
+
+    /// `bbr_inflight`: BDP·gain plus the quantization budget.
+    pub(crate) fn inflight(&self, bw: u64, gain: u32, mss: u32) -> u32 {
+        self.quantization_budget(self.bdp(bw, gain), mss)
+    }
+
+    /// `bbr_packets_in_net_at_edt`: inflight at the earliest departure time of
+    /// the next packet, less what the path delivers until then.
+    pub(crate) fn packets_in_net_at_edt(&self, conn: &Conn, inflight_now: u32) -> u32 {
+        let edt = conn.wstamp.max(conn.now);
+        let interval_us = (edt - conn.now).ns() / NS_PER_US;
+        let interval_delivered = ((self.bbr_bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
+        let mut inflight_at_edt = inflight_now as u64;
+        if self.pacing_gain > BBR_UNIT {
+            inflight_at_edt += self.tso_segs_goal(conn.mss) as u64; // include the EDT skb
+        }
+        if interval_delivered >= inflight_at_edt {
+            return 0;
+        }
+        (inflight_at_edt - interval_delivered) as u32
+    }
+
+    /// `bbr_ack_aggregation_cwnd`: extra cwnd for ACK aggregation, once the pipe is full.
+    fn ack_aggregation_cwnd(&self) -> u32 {
+        if self.cfg.extra_acked_gain == 0 || !self.full_bw_reached() {
+            return 0;
+        }
+        let max_aggr_cwnd = (self.bbr_bw() as u128 * self.cfg.extra_acked_max_us as u128 / BW_UNIT as u128) as u64;
+        let aggr_cwnd = ((self.cfg.extra_acked_gain as u64 * self.extra_acked() as u64) >> BBR_SCALE) as u64;
+        aggr_cwnd.min(max_aggr_cwnd) as u32
+    }
+
+    /// `bbr_update_ack_aggregation`: track the max excess of ACKed data over
+    /// what bw predicts, over a 5–10 round window.
+    fn update_ack_aggregation(&mut self, conn: &Conn, rs: &RateSample) {
+        if self.cfg.extra_acked_gain == 0 || rs.acked_sacked == 0 || rs.interval.ns() == 0 {
+            return;
+        }
+        let a = &mut self.ack_agg;
+        if self.round_start {
+            a.win_rtts = (a.win_rtts + 1).min(0x1F);
+            if a.win_rtts >= self.cfg.extra_acked_win_rtts {
+                a.win_rtts = 0;
+                a.win_idx ^= 1;
+                a.extra_acked[a.win_idx] = 0;
+            }
+        }
+        // Packets the model expected to be delivered over the epoch.
+        let epoch_us = conn.delivered_time.saturating_sub(a.epoch_mstamp).ns() / NS_PER_US;
+        let bw = if self.lt.use_bw { self.lt.bw } else { self.bw.get() };
+        let mut expected_acked = (bw as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
+        // Restart the epoch if ACKs arrive slower than expected, or the epoch is very old.
+        if a.epoch_acked as u64 <= expected_acked
+            || a.epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH
+        {
+            a.epoch_acked = 0;
+            a.epoch_mstamp = conn.delivered_time;
+            expected_acked = 0;
+        }
+        a.epoch_acked = (a.epoch_acked + rs.acked_sacked).min(0xFFFFF);
+        let extra = (a.epoch_acked as u64 - expected_acked).min(conn.cwnd as u64) as u32;
+        if extra > a.extra_acked[a.win_idx] {
+            a.extra_acked[a.win_idx] = extra;
+        }
+    }
+
+    /// `bbr_update_bw`: advance the packet-timed round counter and feed the
+    /// delivery-rate sample to the max filter (app-limited samples only if
+    /// they do not lower it).
+    pub(crate) fn update_bw(&mut self, conn: &Conn, rs: &RateSample) {
+        self.round_start = false;
+        let Some(bw) = bw_sample(rs) else { return };
+        if rs.prior_delivered >= self.next_rtt_delivered {
+            self.next_rtt_delivered = conn.delivered;
+            self.rtt_cnt += 1;
+            self.round_start = true;
+            self.packet_conservation = false;
+        }
+        self.lt_bw_sampling(conn, rs);
+        if !rs.is_app_limited || bw >= self.max_bw() {
+            self.bw.running_max(self.cfg.bw_rtts as u64, self.rtt_cnt, bw);
+        }
+        if let Some(fb) = self.feedback.as_mut() {
+            fb.on_sample(bw, rs);
+        }
+    }
+
+    /// `bbr_set_cwnd_to_recover_or_restore`: deduct losses; packet
+    /// conservation in the first round of recovery; restore the prior cwnd
+    /// on leaving recovery. Returns `Some(cwnd)` if conservation decides cwnd.
+    fn set_cwnd_to_recover_or_restore(&mut self, conn: &Conn, rs: &RateSample, acked: u32) -> (u32, bool) {
+        let prev_state = self.prev_ca_state;
+        let state = conn.ca_state;
+        let mut cwnd = conn.cwnd;
+        // An ACK for P packets should release at most 2P: first deduct the
+        // losses here, then set_cwnd slow-starts toward the target.
+        if rs.losses > 0 {
+            cwnd = (cwnd as i64 - rs.losses as i64).max(1) as u32;
+        }
+        if state == CaState::Recovery && prev_state != CaState::Recovery {
+            // First round of Recovery: packet conservation.
+            self.packet_conservation = true;
+            self.next_rtt_delivered = conn.delivered; // start the round now
+            cwnd = conn.in_flight + acked; // cut unused cwnd
+        } else if ca_rank(prev_state) >= ca_rank(CaState::Recovery) && ca_rank(state) < ca_rank(CaState::Recovery) {
+            // Leaving recovery: restore the cwnd saved when it started.
+            cwnd = cwnd.max(self.prior_cwnd);
+            self.packet_conservation = false;
+        }
+        self.prev_ca_state = state;
+        if self.packet_conservation {
+            return (cwnd.max(conn.in_flight + acked), true);
+        }
+        (cwnd, false)
+    }
+
+    /// The cwnd gain used for the target: the configured gain, or in
+    /// `bbr_cwnd_feedback` the loop's gain while in ProbeBW.
+    fn target_cwnd_gain(&self, gain: u32) -> u32 {
+        match (&self.feedback, self.mode) {
+            (Some(fb), Mode::ProbeBw) => fb.gain(),
+            _ => gain,
+        }
+    }
+
+    /// `bbr_set_cwnd`: slow-start toward gain·BDP + aggregation + budget, or
+    /// snap down to it once the pipe is full; at least 4; 4 in ProbeRTT.
+    pub(crate) fn set_cwnd(&mut self, conn: &mut Conn, rs: &RateSample, acked: u32, bw: u64, gain: u32) {
+        let mut cwnd = conn.cwnd;
+        if acked > 0 {
+            let (c, conserving) = self.set_cwnd_to_recover_or_restore(conn, rs, acked);
+            cwnd = c;
+            if !conserving {
+                let mut target_cwnd = self.bdp(bw, self.target_cwnd_gain(gain));
+                target_cwnd = target_cwnd.saturating_add(self.ack_aggregation_cwnd());
+                target_cwnd = self.quantization_budget(target_cwnd, conn.mss);
+                if self.full_bw_reached() {
+                    cwnd = (cwnd.saturating_add(acked)).min(target_cwnd);
+                } else if cwnd < target_cwnd || conn.delivered < TCP_INIT_CWND as u64 {
+                    cwnd = cwnd.saturating_add(acked);
+                }
+                cwnd = cwnd.max(self.cfg.cwnd_min_target);
+            }
+        }
+        conn.cwnd = cwnd.min(conn.cwnd_clamp);
+        if self.mode == Mode::ProbeRtt {
+            conn.cwnd = conn.cwnd.min(self.cfg.cwnd_min_target);
+        }
+    }
+
+    /// `bbr_update_gains`: the gains each mode runs with.
+    pub(crate) fn update_gains(&mut self) {
+        match self.mode {
+            Mode::Startup => {
+                self.pacing_gain = self.cfg.high_gain;
+                self.cwnd_gain = self.cfg.high_gain;
+            }
+            Mode::Drain => {
+                self.pacing_gain = self.cfg.drain_gain;
+                self.cwnd_gain = self.cfg.high_gain; // keep cwnd
+            }
+            Mode::ProbeBw => {
+                self.pacing_gain = if self.lt.use_bw { BBR_UNIT } else { self.cycle_gain(self.cycle_idx) };
+                self.cwnd_gain = self.target_cwnd_gain(self.cfg.cwnd_gain);
+            }
+            Mode::ProbeRtt => {
+                self.pacing_gain = BBR_UNIT;
+                self.cwnd_gain = BBR_UNIT;
+            }
+        }
+    }
+
+    /// `bbr_update_model`.
+    fn update_model(&mut self, conn: &mut Conn, rs: &RateSample) {
+        self.update_bw(conn, rs);
+        self.update_ack_aggregation(conn, rs);
+        self.update_cycle_phase(conn, rs);
+        self.check_full_bw_reached(rs);
+        self.check_drain(conn);
+        self.update_min_rtt(conn, rs);
+        if self.round_start {
+            let (bw, min_rtt_ns, in_probe_bw) = (self.bbr_bw(), self.min_rtt_ns, self.mode == Mode::ProbeBw);
+            if let Some(fb) = self.feedback.as_mut() {
+                fb.on_round_start(conn, bw, min_rtt_ns, in_probe_bw);
+            }
+        }
+        self.update_gains();
+    }
+
+    /// `bbr_main`: the `.cong_control` hook.
+    pub fn bbr_main(&mut self, conn: &mut Conn, rs: &RateSample) {
+        self.update_model(conn, rs);
+        let bw = self.bbr_bw();
+        self.set_pacing_rate(conn, bw, self.pacing_gain);
+        self.set_cwnd(conn, rs, rs.acked_sacked, bw, self.cwnd_gain);
+    }
+
+    /// `bbr_init`.
+    pub fn bbr_init(&mut self, conn: &mut Conn) {
+        self.prior_cwnd = 0;
+        conn.ssthresh = super::INFINITE_SSTHRESH;
+        self.rtt_cnt = 0;
+        self.next_rtt_delivered = conn.delivered;
+        self.prev_ca_state = CaState::Open;
+        self.packet_conservation = false;
+        self.probe_rtt_done_stamp = None;
+        self.probe_rtt_round_done = false;
+        self.min_rtt_ns = conn.min_rtt.map(|d| d.ns()).unwrap_or(u64::MAX);
+        self.min_rtt_stamp = conn.now;
+        self.bw.reset(self.rtt_cnt, 0);
+        self.has_seen_rtt = false;
+        self.init_pacing_rate_from_rtt(conn);
+        self.round_start = false;
+        self.idle_restart = false;
+        self.full_bw_reached = false;
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.cycle_mstamp = Time::ZERO;
+        self.cycle_idx = 0;
+        self.reset_lt_bw_sampling(conn);
+        self.reset_startup_mode();
+        self.ack_agg = AckAggregation { epoch_mstamp: conn.now, ..Default::default() };
+        self.update_gains();
+    }
+}
+
+impl CongestionOps for Bbr {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn init(&mut self, conn: &mut Conn) {
+        self.bbr_init(conn);
+    }
+    /// `bbr_ssthresh`: entering loss recovery — save cwnd, leave ssthresh alone.
+    fn ssthresh(&mut self, conn: &Conn) -> u32 {
+        self.save_cwnd(conn);
+        conn.ssthresh
+    }
+    /// `bbr_set_state`: an RTO ends the round and counts as a loss for the
+    /// policer model; full-bw detection restarts.
+    fn set_state(&mut self, conn: &mut Conn, new: CaState) {
+        if new == CaState::Loss {
+            let rs = RateSample { losses: 1, ..Default::default() };
+            self.prev_ca_state = CaState::Loss;
+            self.full_bw = 0;
+            self.round_start = true; // treat RTO like the end of a round
+            self.lt_bw_sampling(conn, &rs);
+        }
+    }
+    /// `bbr_cwnd_event`: restarting from idle while app-limited.
+    fn cwnd_event(&mut self, conn: &mut Conn, ev: CwndEvent) {
+        if ev == CwndEvent::TxStart && conn.app_limited != 0 {
+            self.idle_restart = true;
+            self.ack_agg.epoch_mstamp = conn.now;
+            self.ack_agg.epoch_acked = 0;
+            // Pace at the estimate, not above it, when restarting app-limited.
+            match self.mode {
+                Mode::ProbeBw => {
+                    let bw = self.bbr_bw();
+                    self.set_pacing_rate(conn, bw, BBR_UNIT);
+                }
+                Mode::ProbeRtt => self.check_probe_rtt_done(conn),
+                _ => {}
+            }
+        }
+    }
+    /// `bbr_undo_cwnd`: a spurious loss signal — restart full-bw detection
+    /// and the policer model; keep cwnd.
+    fn undo_cwnd(&mut self, conn: &Conn) -> u32 {
+        self.full_bw = 0;
+        self.full_bw_cnt = 0;
+        self.reset_lt_bw_sampling(conn);
+        conn.cwnd
+    }
+    fn has_cong_control(&self) -> bool {
+        true
+    }
+    fn cong_control(&mut self, conn: &mut Conn, rs: &RateSample) {
+        self.bbr_main(conn, rs);
+    }
+    fn snapshot(&self, conn: &Conn) -> Snapshot {
+        Snapshot {
+            state: self.mode as u8,
+            bw_bps: Some(bw_to_bps(self.bbr_bw(), conn.mss)),
+            min_rtt_ns: (self.min_rtt_ns != u64::MAX).then_some(self.min_rtt_ns as f64),
+            pacing_gain: Some(self.pacing_gain as f64 / BBR_UNIT as f64),
+            cwnd_gain: Some(self.cwnd_gain as f64 / BBR_UNIT as f64),
+            ..Default::default()
+        }
+    }
+    fn state_names(&self) -> &'static [&'static str] {
+        STATE_NAMES
+    }
+}
+
+/// Milliseconds since the start, as Linux's lt_bw model holds stamps
+/// (`div_u64(tp->delivered_mstamp, USEC_PER_MSEC)`).
+#[inline]
+pub(crate) fn stamp_ms(t: Time) -> u64 {
+    t.ns() / NS_PER_MS
+}

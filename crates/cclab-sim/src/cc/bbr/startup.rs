@@ -1,0 +1,141 @@
+//! STARTUP (tcp_bbr.c): pace and size cwnd at `bbr_high_gain` = 2/ln 2 ≈ 2.89
+//! so the sending rate doubles every round, until the bandwidth estimate has
+//! not grown by 25 % for 3 rounds (`bbr_check_full_bw_reached`).
+
+use super::{Bbr, Mode, BBR_SCALE, BW_UNIT};
+use crate::cc::{Conn, RateSample};
+use crate::time::NS_PER_US;
+
+impl Bbr {
+    /// `bbr_reset_startup_mode`.
+    pub(crate) fn reset_startup_mode(&mut self) {
+        self.mode = Mode::Startup;
+    }
+
+    /// `bbr_init_pacing_rate_from_rtt`: high_gain · cwnd / srtt (1 ms if no
+    /// RTT sample yet).
+    pub(crate) fn init_pacing_rate_from_rtt(&mut self, conn: &mut Conn) {
+        let rtt_us = if conn.srtt.ns() > 0 {
+            self.has_seen_rtt = true;
+            (conn.srtt.ns() / NS_PER_US).max(1)
+        } else {
+            1000 // nominal default RTT
+        };
+        let bw = conn.cwnd as u64 * BW_UNIT / rtt_us;
+        let rate = self.bw_to_pacing_rate(bw, self.cfg.high_gain, conn.mss);
+        self.pacing_rate_bytes = rate;
+        conn.pacing_rate = Some(crate::time::Bandwidth(rate.saturating_mul(8)));
+    }
+
+    /// `bbr_check_full_bw_reached`: once per non-app-limited round, is the
+    /// max filter ≥ 1.25× the bw at the last growth? If not for 3 rounds,
+    /// the pipe is full. (Why 3: receive-window autotuning, filling the
+    /// larger window, then seeing the higher delivery rate.)
+    pub(crate) fn check_full_bw_reached(&mut self, rs: &RateSample) {
+        if self.full_bw_reached() || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        let bw_thresh = (self.full_bw as u128 * self.cfg.full_bw_thresh as u128 >> BBR_SCALE) as u64;
+        if self.max_bw() >= bw_thresh {
+            self.full_bw = self.max_bw();
+            self.full_bw_cnt = 0;
+            return;
+        }
+        self.full_bw_cnt += 1;
+        self.full_bw_reached = self.full_bw_cnt >= self.cfg.full_bw_cnt;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::harness::{Harness, Link};
+    use super::super::*;
+
+    #[test]
+    fn startup_gains_are_2_over_ln2_and_drain_is_its_inverse() {
+        // tcp_bbr.c: bbr_high_gain = BBR_UNIT*2885/1000+1 = 739; drain = 256*1000/2885 = 88.
+        assert_eq!(HIGH_GAIN, 739);
+        assert_eq!(DRAIN_GAIN, 88);
+        let b = Bbr::new("bbr", BbrConfig::default(), 1);
+        assert_eq!(b.pacing_gain, 739);
+        assert_eq!(b.cwnd_gain, 739);
+        // VALIDATION.md: ≈ 2.887 and ≈ 0.344.
+        assert!((HIGH_GAIN as f64 / 256.0 - 2.887).abs() < 1e-3);
+        assert!((DRAIN_GAIN as f64 / 256.0 - 0.344).abs() < 1e-3);
+    }
+
+    #[test]
+    fn full_bw_needs_three_rounds_without_25_percent_growth() {
+        // bbr_check_full_bw_reached: growth ≥ 25 % resets the count; 3 flat rounds set full_bw_reached.
+        let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
+        let rs = RateSample::default();
+        b.round_start = true;
+        for (i, bw) in [100u64, 130, 170, 200, 240, 260].iter().enumerate() {
+            b.bw.reset(i as u64, *bw);
+            b.check_full_bw_reached(&rs);
+        }
+        // 100 → 130 (+30 %) → 170 (+31 %) → 200 (+18 %: cnt 1) → 240 (+41 % of 170: reset) → 260 (cnt 1)
+        assert_eq!(b.full_bw, 240);
+        assert_eq!(b.full_bw_cnt, 1);
+        assert!(!b.full_bw_reached());
+        b.check_full_bw_reached(&rs);
+        assert!(!b.full_bw_reached());
+        b.check_full_bw_reached(&rs);
+        assert!(b.full_bw_reached());
+    }
+
+    #[test]
+    fn full_bw_check_skips_app_limited_and_mid_round_acks() {
+        let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
+        b.bw.reset(0, 100);
+        b.full_bw = 100;
+        b.round_start = false;
+        for _ in 0..5 {
+            b.check_full_bw_reached(&RateSample::default());
+        }
+        assert_eq!(b.full_bw_cnt, 0);
+        b.round_start = true;
+        for _ in 0..5 {
+            b.check_full_bw_reached(&RateSample { is_app_limited: true, ..Default::default() });
+        }
+        assert_eq!(b.full_bw_cnt, 0);
+    }
+
+    #[test]
+    fn startup_exits_about_log2_bdp_over_iw_plus_3_rounds() {
+        // VALIDATION.md check 1: Startup ends ~3 rounds after bandwidth stops
+        // growing 25 %, i.e. about log2(BDP/IW) + 3 rounds on an ideal pipe;
+        // the Startup queue peaks below ~1.9 BDP; Drain takes about one round.
+        let link = Link::new(100_000_000, 40, 1448).with_buffer_bdp(10.0);
+        let mut h = Harness::new("bbr", &[], link, 7);
+        let bdp = h.link.bdp_pkts();
+        let mut startup_exit_round = None;
+        let mut drain_rounds = None;
+        let mut max_queue_in_startup = 0u64;
+        while h.now_secs() < 3.0 {
+            h.step();
+            let b = h.bbr();
+            if b.mode == Mode::Startup {
+                max_queue_in_startup = max_queue_in_startup.max(h.queue_len() as u64);
+            }
+            if startup_exit_round.is_none() && b.mode != Mode::Startup {
+                startup_exit_round = Some(b.rtt_cnt);
+            }
+            if let Some(r) = startup_exit_round {
+                if drain_rounds.is_none() && b.mode != Mode::Drain && b.mode != Mode::Startup {
+                    drain_rounds = Some(b.rtt_cnt - r);
+                }
+            }
+        }
+        let exit = startup_exit_round.expect("left Startup") as f64;
+        let expected = (bdp as f64 / 10.0).log2() + 3.0;
+        eprintln!(
+            "BDP {bdp} pkts: Startup exit at round {exit}, expected ≈ {expected:.1}; \
+             peak Startup queue {max_queue_in_startup} pkts = {:.2} BDP; Drain {drain_rounds:?} rounds",
+            max_queue_in_startup as f64 / bdp as f64
+        );
+        assert!((exit - expected).abs() <= 2.0, "exit round {exit} vs {expected:.1}");
+        assert!((max_queue_in_startup as f64) < 1.9 * bdp as f64);
+        assert!(drain_rounds.unwrap() <= 2);
+    }
+}

@@ -1,0 +1,437 @@
+//! The dumbbell simulation: flows' access links → one bottleneck →
+//! propagation → receivers; ACKs return on uncongested per-flow paths.
+//!
+//! `simulate` is a pure function of the scenario: same IR and seed ⇒
+//! identical output, on any machine.
+
+use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
+use crate::event::{Event, EventQueue};
+use crate::link::{Bottleneck, Packet};
+use crate::pipe::Pipe;
+use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
+use crate::rng::{mix, Rng};
+use crate::scenario::{Flow, Scenario, IR_VERSION};
+use crate::tcp::receiver::{Ack, Receiver};
+use crate::tcp::sender::{Sender, Transmit};
+use crate::time::{Bandwidth, Dur, Time};
+
+/// RNG stream labels (so streams never collide).
+const STREAM_LINK_LOSS: u64 = 1;
+const STREAM_CC: u64 = 1 << 32;
+
+struct FlowState {
+    cfg: Flow,
+    /// Built at start time.
+    sender: Option<Sender>,
+    receiver: Receiver,
+    access: Pipe<Packet>,
+    acks: Pipe<Ack>,
+    access_delay: Dur,
+    ack_delay: Dur,
+    /// The pending `Wake` event's time, if any.
+    wake_at: Option<Time>,
+    egress_bytes: u64,
+    total_bytes: Option<u64>,
+    completion: Option<Time>,
+}
+
+pub struct Sim {
+    q: EventQueue,
+    link: Bottleneck,
+    prop: Pipe<Packet>,
+    flows: Vec<FlowState>,
+    rng_loss: Rng,
+    scenario: Scenario,
+    out: Output,
+    tx_buf: Vec<Transmit>,
+    pkt_buf: Vec<Packet>,
+    events: u64,
+    last_sample: Time,
+}
+
+/// Run a scenario to completion.
+pub fn simulate(sc: &Scenario) -> Result<Output, String> {
+    let mut sim = Sim::new(sc)?;
+    sim.run();
+    Ok(sim.finish())
+}
+
+fn validate(sc: &Scenario) -> Result<(), String> {
+    if sc.ir_version != IR_VERSION {
+        return Err(format!("ir_version {} is not supported by this engine (expects {IR_VERSION})", sc.ir_version));
+    }
+    if sc.sample_interval_ns == 0 || sc.duration_ns == 0 {
+        return Err("duration_ns and sample_interval_ns must be positive".into());
+    }
+    if sc.mss == 0 {
+        return Err("mss must be positive".into());
+    }
+    if sc.link.aqm != "droptail" {
+        return Err(format!("link.aqm '{}' is not supported; allowed: droptail", sc.link.aqm));
+    }
+    if sc.link.buffer.bytes.is_none() && sc.link.buffer.packets.is_none() {
+        return Err("link.buffer needs bytes or packets".into());
+    }
+    for f in &sc.flows {
+        if f.rtt_ns < 2 * sc.link.delay_ns {
+            return Err(format!("flows[{}].rtt {} ns is below twice the bottleneck delay", f.id, f.rtt_ns));
+        }
+    }
+    Ok(())
+}
+
+impl Sim {
+    pub fn new(sc: &Scenario) -> Result<Sim, String> {
+        validate(sc)?;
+        let link = Bottleneck::new(&sc.link.capacity, Dur(sc.link.delay_ns), sc.link.buffer.clone(), sc.link.loss.clone());
+        let mut flows = Vec::with_capacity(sc.flows.len());
+        let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
+        for f in &sc.flows {
+            // Validate the algorithm now so a bad name fails before running.
+            let cc = Cc::new(&f.cca, &f.cca_params, 0).map_err(|CcError(m)| format!("flows[{}].cca: {m}", f.id))?;
+            if !state_names.iter().any(|(n, _)| n == &f.cca) {
+                state_names.push((f.cca.clone(), cc.state_names().iter().map(|s| s.to_string()).collect()));
+            }
+            let fwd = f.rtt_ns / 2;
+            flows.push(FlowState {
+                cfg: f.clone(),
+                sender: None,
+                receiver: Receiver::default(),
+                access: Pipe::default(),
+                acks: Pipe::default(),
+                access_delay: Dur(fwd - sc.link.delay_ns),
+                ack_delay: Dur(f.rtt_ns - fwd),
+                wake_at: None,
+                egress_bytes: 0,
+                total_bytes: f.bytes,
+                completion: None,
+            });
+        }
+        let n_samples = (sc.duration_ns / sc.sample_interval_ns) as usize;
+        let mut q = EventQueue::new();
+        for (i, f) in flows.iter_mut().enumerate() {
+            if f.cfg.start_ns < sc.duration_ns {
+                q.push(Time(f.cfg.start_ns), Event::Wake(i as u32));
+                f.wake_at = Some(Time(f.cfg.start_ns));
+            }
+        }
+        for (i, c) in sc.link.schedule.iter().enumerate() {
+            q.push(Time(c.at_ns), Event::Schedule(i as u32));
+        }
+        if n_samples > 0 {
+            q.push(Time(sc.sample_interval_ns), Event::Sample);
+        }
+        let mut out = Output {
+            flows: FlowColumns::with_capacity(n_samples * sc.flows.len()),
+            link: LinkColumns::default(),
+            state_names,
+            ..Default::default()
+        };
+        out.link.time_ns.reserve(n_samples);
+        Ok(Sim {
+            q,
+            link,
+            prop: Pipe::default(),
+            flows,
+            rng_loss: Rng::new(sc.seed, STREAM_LINK_LOSS),
+            scenario: sc.clone(),
+            out,
+            tx_buf: Vec::with_capacity(64),
+            pkt_buf: Vec::with_capacity(8),
+            events: 0,
+            last_sample: Time::ZERO,
+        })
+    }
+
+    pub fn run(&mut self) {
+        let end = Time(self.scenario.duration_ns);
+        while let Some(t) = self.q.peek_time() {
+            if t > end {
+                break;
+            }
+            let (now, ev) = self.q.pop().unwrap();
+            self.events += 1;
+            match ev {
+                Event::Access(f) => self.on_access(now, f as usize),
+                Event::Bottleneck => self.on_bottleneck(now),
+                Event::Propagation => self.on_propagation(now),
+                Event::AckPath(f) => self.on_ack_path(now, f as usize),
+                Event::Wake(f) => self.on_wake(now, f as usize),
+                Event::Sample => self.on_sample(now),
+                Event::Schedule(i) => self.on_schedule(i as usize),
+            }
+        }
+    }
+
+    // ---- packets moving ---------------------------------------------------------
+
+    fn on_access(&mut self, now: Time, f: usize) {
+        while let Some(pkt) = self.flows[f].access.pop_due(now) {
+            if let Ok(Some(t)) = self.link.arrive(now, pkt, &mut self.rng_loss) {
+                self.q.push(t, Event::Bottleneck);
+            }
+        }
+        if let Some(t) = self.flows[f].access.head_time() {
+            self.q.push(t, Event::Access(f as u32));
+        }
+    }
+
+    fn on_bottleneck(&mut self, now: Time) {
+        let mut out = std::mem::take(&mut self.pkt_buf);
+        out.clear();
+        let next = self.link.on_event(now, &mut out);
+        let exit = now + self.link.delay;
+        for pkt in out.drain(..) {
+            self.flows[pkt.flow as usize].egress_bytes += pkt.wire as u64;
+            if self.prop.push(exit, pkt) {
+                self.q.push(self.prop.head_time().unwrap(), Event::Propagation);
+            }
+        }
+        self.pkt_buf = out;
+        if let Some(t) = next {
+            self.q.push(t, Event::Bottleneck);
+        }
+    }
+
+    fn on_propagation(&mut self, now: Time) {
+        while let Some(pkt) = self.prop.pop_due(now) {
+            let f = pkt.flow as usize;
+            let fl = &mut self.flows[f];
+            let had_delack = fl.receiver.delack_at.is_some();
+            if let Some(ack) = fl.receiver.on_segment(now, pkt.seq) {
+                if fl.acks.push(now + fl.ack_delay, ack) {
+                    self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
+                }
+            }
+            if let (Some(total), None) = (fl.total_bytes, fl.completion) {
+                if fl.receiver.rcv_nxt as u64 * self.scenario.mss as u64 >= total {
+                    fl.completion = Some(now);
+                }
+            }
+            if !had_delack && fl.receiver.delack_at.is_some() {
+                self.rearm(f);
+            }
+        }
+        if let Some(t) = self.prop.head_time() {
+            self.q.push(t, Event::Propagation);
+        }
+    }
+
+    fn on_ack_path(&mut self, now: Time, f: usize) {
+        let mut tx = std::mem::take(&mut self.tx_buf);
+        while let Some(ack) = self.flows[f].acks.pop_due(now) {
+            if let Some(s) = self.flows[f].sender.as_mut() {
+                tx.clear();
+                s.on_ack(now, &ack, &mut tx);
+                self.emit(now, f, &tx);
+            }
+        }
+        self.tx_buf = tx;
+        if let Some(t) = self.flows[f].acks.head_time() {
+            self.q.push(t, Event::AckPath(f as u32));
+        }
+        self.rearm(f);
+    }
+
+    /// Put the sender's segments onto its access link.
+    fn emit(&mut self, now: Time, f: usize, tx: &[Transmit]) {
+        let fl = &mut self.flows[f];
+        let header = self.scenario.header_bytes;
+        let exit = now + fl.access_delay;
+        for t in tx {
+            let pkt = Packet { flow: f as u32, seq: t.seq, wire: t.payload + header, enqueued: now };
+            if fl.access.push(exit, pkt) {
+                self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
+            }
+        }
+    }
+
+    // ---- timers --------------------------------------------------------------------
+
+    fn on_wake(&mut self, now: Time, f: usize) {
+        if self.flows[f].wake_at != Some(now) {
+            return; // superseded by an earlier wake-up
+        }
+        self.flows[f].wake_at = None;
+        let mut tx = std::mem::take(&mut self.tx_buf);
+        tx.clear();
+        let start = Time(self.flows[f].cfg.start_ns);
+        if self.flows[f].sender.is_none() && now >= start {
+            self.start_flow(now, f);
+        }
+        let fl = &mut self.flows[f];
+        if let Some(s) = fl.sender.as_mut() {
+            s.on_xmit_timer(now, &mut tx);
+            if s.pacing_blocked && s.pace_next <= now || s.stop_time().is_some_and(|t| t <= now) {
+                s.try_send(now, &mut tx);
+            }
+            s.ensure_timer(now);
+        }
+        if let Some(ack) = fl.receiver.on_delack_timer(now) {
+            if fl.acks.push(now + fl.ack_delay, ack) {
+                self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
+            }
+        }
+        self.emit(now, f, &tx);
+        self.tx_buf = tx;
+        self.rearm(f);
+    }
+
+    fn start_flow(&mut self, now: Time, f: usize) {
+        let sc = &self.scenario;
+        let cfg = &self.flows[f].cfg;
+        let cc = Cc::new(&cfg.cca, &cfg.cca_params, mix(sc.seed, STREAM_CC + cfg.id as u64)).expect("validated in Sim::new");
+        let mut s = Sender::new(now, cc, sc.mss, sc.header_bytes, cfg.bytes, cfg.stop_ns.map(Time), cfg.rwnd_bytes);
+        let mut tx = Vec::new();
+        s.try_send(now, &mut tx);
+        s.ensure_timer(now);
+        self.flows[f].sender = Some(s);
+        self.emit(now, f, &tx);
+    }
+
+    /// Make sure a `Wake` is pending at the flow's earliest deadline.
+    fn rearm(&mut self, f: usize) {
+        let fl = &mut self.flows[f];
+        let mut d = fl.sender.as_ref().and_then(|s| s.next_deadline());
+        if let Some(t) = fl.receiver.delack_at {
+            d = Some(d.map_or(t, |x| x.min(t)));
+        }
+        if let Some(t) = d {
+            let t = t.max(self.q.now());
+            if fl.wake_at.is_none_or(|w| t < w) {
+                fl.wake_at = Some(t);
+                self.q.push(t, Event::Wake(f as u32));
+            }
+        }
+    }
+
+    fn on_schedule(&mut self, i: usize) {
+        let c = self.scenario.link.schedule[i].clone();
+        if let Some(r) = c.rate_bps {
+            self.link.set_rate(Bandwidth(r));
+        }
+        if let Some(d) = c.delay_ns {
+            self.link.delay = Dur(d);
+        }
+        if let Some(l) = c.loss {
+            self.link.set_loss(l);
+        }
+    }
+
+    // ---- sampling --------------------------------------------------------------------
+
+    fn on_sample(&mut self, now: Time) {
+        let mss = self.scenario.mss as u64;
+        let cols = &mut self.out.flows;
+        for (i, fl) in self.flows.iter_mut().enumerate() {
+            cols.time_ns.push(now.0);
+            cols.flow_id.push(i as u32);
+            let mut delivered = fl.receiver.rcv_nxt as u64 * mss;
+            if let Some(t) = fl.total_bytes {
+                delivered = delivered.min(t);
+            }
+            cols.delivered_bytes.push(delivered);
+            cols.egress_bytes.push(fl.egress_bytes);
+            match fl.sender.as_mut() {
+                Some(s) => {
+                    cols.active.push(!(s.is_finished()));
+                    cols.sent_bytes.push(s.stats.sent_bytes);
+                    cols.cwnd_bytes.push(s.cwnd_bytes());
+                    cols.inflight_bytes.push(s.inflight_bytes());
+                    let ss = s.conn.ssthresh;
+                    cols.ssthresh_bytes.push(if ss >= INFINITE_SSTHRESH { f64::NAN } else { ss as f64 * mss as f64 });
+                    cols.srtt_ns.push(s.rtt.srtt.map_or(f64::NAN, |d| d.0 as f64));
+                    cols.rtt_ns.push(if s.stats.rtt_n > 0 { s.stats.rtt_sum_ns as f64 / s.stats.rtt_n as f64 } else { f64::NAN });
+                    s.stats.rtt_sum_ns = 0;
+                    s.stats.rtt_n = 0;
+                    cols.min_rtt_ns.push(s.rtt.min_rtt.map_or(f64::NAN, |d| d.0 as f64));
+                    cols.pacing_rate_bps.push(s.conn.pacing_rate.map_or(f64::NAN, |r| r.0 as f64));
+                    cols.retrans_segs.push(s.stats.retrans_segs);
+                    cols.lost_segs.push(s.stats.lost_segs);
+                    cols.rto_count.push(s.stats.rto_count);
+                    let snap = s.cc.snapshot(&s.conn);
+                    cols.cc_state.push(snap.state);
+                    cols.cc_w_max_bytes.push(snap.w_max_pkts.map_or(f64::NAN, |w| w * mss as f64));
+                    cols.cc_bw_bps.push(opt(snap.bw_bps));
+                    cols.cc_min_rtt_ns.push(opt(snap.min_rtt_ns));
+                    cols.cc_pacing_gain.push(opt(snap.pacing_gain));
+                    cols.cc_cwnd_gain.push(opt(snap.cwnd_gain));
+                    cols.cc_inflight_hi_bytes.push(snap.inflight_hi_pkts.map_or(f64::NAN, |w| w * mss as f64));
+                    cols.cc_inflight_lo_bytes.push(snap.inflight_lo_pkts.map_or(f64::NAN, |w| w * mss as f64));
+                    cols.cc_bw_hi_bps.push(opt(snap.bw_hi_bps));
+                    cols.cc_bw_lo_bps.push(opt(snap.bw_lo_bps));
+                }
+                None => {
+                    cols.active.push(false);
+                    cols.sent_bytes.push(0);
+                    cols.cwnd_bytes.push(0);
+                    cols.inflight_bytes.push(0);
+                    for c in [&mut cols.ssthresh_bytes, &mut cols.srtt_ns, &mut cols.rtt_ns, &mut cols.min_rtt_ns, &mut cols.pacing_rate_bps] {
+                        c.push(f64::NAN);
+                    }
+                    cols.retrans_segs.push(0);
+                    cols.lost_segs.push(0);
+                    cols.rto_count.push(0);
+                    cols.cc_state.push(0);
+                    for c in [
+                        &mut cols.cc_w_max_bytes,
+                        &mut cols.cc_bw_bps,
+                        &mut cols.cc_min_rtt_ns,
+                        &mut cols.cc_pacing_gain,
+                        &mut cols.cc_cwnd_gain,
+                        &mut cols.cc_inflight_hi_bytes,
+                        &mut cols.cc_inflight_lo_bytes,
+                        &mut cols.cc_bw_hi_bps,
+                        &mut cols.cc_bw_lo_bps,
+                    ] {
+                        c.push(f64::NAN);
+                    }
+                }
+            }
+        }
+        let l = &mut self.out.link;
+        let c = &self.link.counters;
+        l.time_ns.push(now.0);
+        l.queue_bytes.push(self.link.queue_bytes());
+        l.queue_packets.push(self.link.queue_packets());
+        l.sojourn_sum_ns.push(c.sojourn_sum_ns);
+        l.departed_packets.push(c.departed_packets);
+        l.egress_bytes.push(c.egress_bytes);
+        l.arrival_bytes.push(c.arrival_bytes);
+        l.drops_overflow.push(c.drops_overflow);
+        l.drops_random.push(c.drops_random);
+        l.drops_aqm.push(0);
+        l.capacity_bps.push(self.link.capacity_bps(self.last_sample.0, now.0));
+        l.delay_ns.push(self.link.delay.0);
+        self.last_sample = now;
+        let next = now + Dur(self.scenario.sample_interval_ns);
+        if next.0 <= self.scenario.duration_ns {
+            self.q.push(next, Event::Sample);
+        }
+    }
+
+    pub fn counters(&self) -> Counters {
+        let sent: u64 = self.flows.iter().filter_map(|f| f.sender.as_ref()).map(|s| s.stats.sent_packets).sum();
+        let delivered: u64 = self.flows.iter().map(|f| f.receiver.segments_received).sum();
+        let c = &self.link.counters;
+        let in_flight: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum::<u64>() + self.prop.len() as u64;
+        Counters {
+            sent_packets: sent,
+            delivered_packets: delivered,
+            dropped_packets: c.drops_overflow + c.drops_random,
+            queued_packets: self.link.held_packets(),
+            in_flight_packets: in_flight,
+            events: self.events,
+        }
+    }
+
+    pub fn finish(mut self) -> Output {
+        self.out.counters = self.counters();
+        self.out.flow_info = self
+            .flows
+            .iter()
+            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0) })
+            .collect();
+        self.out
+    }
+}

@@ -1,0 +1,895 @@
+//! The TCP sender: SACK scoreboard, RACK-TLP loss detection (RFC 8985),
+//! RTO (RFC 6298, Linux constants), PRR (RFC 6937, Linux's form), pacing,
+//! delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation, Linux
+//! tcp_rate.c) and the congestion-control hooks — written once, shared by
+//! every algorithm.
+//!
+//! Sequence numbers count segments. Per-ACK work is O(newly delivered +
+//! newly lost + log(holes)): SACK blocks go through a [`RangeSet`] that
+//! yields only newly covered segments, and RACK walks a transmit-ordered
+//! list of un-SACKed segments that stops at the first one sent after the
+//! most recently delivered one (as Linux's `tsorted_sent_queue`).
+//!
+//! Deviations from Linux, by design: no handshake (data starts at the flow's
+//! start time with IW 10); no TSO/GSO (one segment per packet; pacing counts
+//! payload bytes); no undo of spurious reductions (no DSACK/F-RTO); RTT
+//! samples come from send times (like TCP timestamps) except for
+//! retransmitted segments (Karn).
+
+use super::ranges::RangeSet;
+use super::receiver::Ack;
+use super::rtt::RttEstimator;
+use crate::cc::{AckSample, CaState, Cc, Conn, CwndEvent, RateSample, INFINITE_SSTHRESH};
+use crate::time::{Dur, Time};
+use std::collections::{BTreeSet, VecDeque};
+
+const NONE: u32 = u32::MAX;
+
+const F_SACKED: u8 = 1;
+const F_LOST: u8 = 2;
+/// Currently retransmitted and not (yet) deemed lost again (`TCPCB_SACKED_RETRANS`).
+const F_RETRANS: u8 = 4;
+/// Ever retransmitted (`TCPCB_EVER_RETRANS`).
+const F_EVER_RETRANS: u8 = 8;
+const F_APP_LIMITED: u8 = 16;
+/// Already used for a rate sample (Linux zeroes `tx.delivered_mstamp`).
+const F_SAMPLED: u8 = 32;
+
+/// Per-segment state (Linux keeps this in `tcp_skb_cb`).
+#[derive(Clone, Debug)]
+struct Seg {
+    tx_time: Time,
+    /// `tx.first_tx_mstamp`: start of the send window when this was sent.
+    first_tx: Time,
+    /// `tx.delivered_mstamp`.
+    delivered_time: Time,
+    /// `tx.delivered`.
+    delivered: u64,
+    /// `tp->lost` at send (BBRv3's `tx.lost`).
+    lost: u64,
+    /// In flight just after this was sent (BBRv3's `tx.in_flight`).
+    in_flight: u32,
+    /// Transmit-ordered list links (absolute segment numbers).
+    prev: u32,
+    next: u32,
+    flags: u8,
+}
+
+/// Which job the single retransmit timer has now (Linux `icsk_pending`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum XmitTimer {
+    Rto,
+    /// Tail loss probe (RFC 8985 §7).
+    Tlp,
+    /// RACK reordering timeout (RFC 8985 §6.3).
+    Reo,
+}
+
+/// RACK state (RFC 8985 §6.1; Linux `tp->rack`).
+#[derive(Clone, Debug, Default)]
+struct Rack {
+    /// Send time of the most recently sent segment that has been delivered.
+    xmit_time: Time,
+    end_seq: u32,
+    rtt: Dur,
+    advanced: bool,
+}
+
+/// A segment the sender wants on the wire.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    pub seq: u32,
+    pub payload: u32,
+    pub retrans: bool,
+}
+
+/// Counters for the record.
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    pub retrans_segs: u64,
+    pub lost_segs: u64,
+    pub rto_count: u64,
+    pub tlp_count: u64,
+    /// RTT samples taken since the last record sample.
+    pub rtt_sum_ns: u64,
+    pub rtt_n: u64,
+}
+
+pub struct Sender {
+    pub conn: Conn,
+    pub cc: Cc,
+    pub rtt: RttEstimator,
+    pub stats: SenderStats,
+    mss: u32,
+    header: u32,
+    /// Total segments the application writes (`None`: unlimited).
+    total_segs: Option<u32>,
+    /// Payload bytes of the last segment of a finite flow.
+    last_payload: u32,
+    /// The application stops writing at this time.
+    stop_at: Option<Time>,
+    /// No new data after this segment number (set when the app stops).
+    app_end: Option<u32>,
+    rwnd_segs: Option<u32>,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    segs: VecDeque<Seg>,
+    sacked: RangeSet,
+    /// Lost and not yet retransmitted, by sequence (the retransmit queue).
+    retx: BTreeSet<u32>,
+    ts_head: u32,
+    ts_tail: u32,
+    rack: Rack,
+    /// RACK reordering window multiplier (`rack.reo_wnd_steps`).
+    high_seq: u32,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    /// Linux `tp->first_tx_mstamp` / `delivered_mstamp` live in conn / here.
+    first_tx: Time,
+    /// TLP outstanding: the snd_nxt when the probe was sent (`tlp_high_seq`).
+    tlp_high_seq: Option<u32>,
+    /// The retransmit timer: deadline and job.
+    pub xmit_timer: Option<(Time, XmitTimer)>,
+    /// Earliest time the pacer lets the next segment go (`tcp_wstamp_ns`).
+    pub pace_next: Time,
+    /// Whether a send attempt is waiting on the pacer.
+    pub pacing_blocked: bool,
+    /// Max packets_out in the current window (Linux `max_packets_out`, for is_cwnd_limited).
+    max_packets_out: u32,
+    cwnd_limited_seq: u32,
+    scratch: Vec<(u32, u32)>,
+}
+
+/// Per-ACK scratch results.
+#[derive(Default)]
+struct AckWork {
+    newly_delivered: u32,
+    newly_lost: u32,
+    una_advanced: bool,
+    /// For the rate sample: the most recently sent newly delivered segment.
+    rs: RateSample,
+    rs_valid: bool,
+    rs_tx_time: Time,
+    rs_first_tx: Time,
+    rs_prior_time: Time,
+    /// RTT samples: oldest (for srtt, Linux seq_rtt) and newest (ca_rtt).
+    oldest_rtt: Option<Dur>,
+    newest_rtt: Option<Dur>,
+    newest_tx: Time,
+}
+
+impl Sender {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        now: Time,
+        cc: Cc,
+        mss: u32,
+        header: u32,
+        bytes: Option<u64>,
+        stop_at: Option<Time>,
+        rwnd_bytes: Option<u64>,
+    ) -> Sender {
+        let (total_segs, last_payload) = match bytes {
+            Some(b) => {
+                let n = b.div_ceil(mss as u64) as u32;
+                (Some(n), (b - (n as u64 - 1) * mss as u64) as u32)
+            }
+            None => (None, mss),
+        };
+        let mut s = Sender {
+            conn: Conn::new(now, mss),
+            cc,
+            rtt: RttEstimator::default(),
+            stats: SenderStats::default(),
+            mss,
+            header,
+            total_segs,
+            last_payload,
+            stop_at,
+            app_end: None,
+            rwnd_segs: rwnd_bytes.map(|b| (b / mss as u64).max(1) as u32),
+            snd_una: 0,
+            snd_nxt: 0,
+            segs: VecDeque::new(),
+            sacked: RangeSet::default(),
+            retx: BTreeSet::new(),
+            ts_head: NONE,
+            ts_tail: NONE,
+            rack: Rack::default(),
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            first_tx: now,
+            tlp_high_seq: None,
+            xmit_timer: None,
+            pace_next: now,
+            pacing_blocked: false,
+            max_packets_out: 0,
+            cwnd_limited_seq: 0,
+            scratch: Vec::new(),
+        };
+        s.cc.init(&mut s.conn);
+        s
+    }
+
+    // ---- bookkeeping helpers -------------------------------------------------
+
+    #[inline]
+    fn seg(&self, seq: u32) -> &Seg {
+        &self.segs[(seq - self.snd_una) as usize]
+    }
+    #[inline]
+    fn seg_mut(&mut self, seq: u32) -> &mut Seg {
+        let i = (seq - self.snd_una) as usize;
+        &mut self.segs[i]
+    }
+    #[inline]
+    fn payload_of(&self, seq: u32) -> u32 {
+        match self.total_segs {
+            Some(n) if seq + 1 == n => self.last_payload,
+            _ => self.mss,
+        }
+    }
+    /// `tcp_packets_in_flight`.
+    #[inline]
+    pub fn in_flight(&self) -> u32 {
+        let c = &self.conn;
+        c.packets_out - (c.sacked_out + c.lost_out) + c.retrans_out
+    }
+    fn ts_unlink(&mut self, seq: u32) {
+        let (p, n) = {
+            let s = self.seg(seq);
+            (s.prev, s.next)
+        };
+        if p == NONE && n == NONE && self.ts_head != seq {
+            return; // not linked
+        }
+        if p != NONE {
+            self.seg_mut(p).next = n;
+        } else {
+            self.ts_head = n;
+        }
+        if n != NONE {
+            self.seg_mut(n).prev = p;
+        } else {
+            self.ts_tail = p;
+        }
+        let s = self.seg_mut(seq);
+        s.prev = NONE;
+        s.next = NONE;
+    }
+    fn ts_push_tail(&mut self, seq: u32) {
+        let tail = self.ts_tail;
+        {
+            let s = self.seg_mut(seq);
+            s.prev = tail;
+            s.next = NONE;
+        }
+        if tail != NONE {
+            self.seg_mut(tail).next = seq;
+        } else {
+            self.ts_head = seq;
+        }
+        self.ts_tail = seq;
+    }
+
+    /// Segments the application has made available so far.
+    fn app_limit(&self) -> u32 {
+        let mut lim = self.total_segs.unwrap_or(u32::MAX);
+        if let Some(e) = self.app_end {
+            lim = lim.min(e);
+        }
+        lim
+    }
+
+    /// Has the application written everything and has it all been acknowledged?
+    pub fn is_finished(&self) -> bool {
+        let lim = self.app_limit();
+        lim != u32::MAX && self.snd_una >= lim
+    }
+
+    /// Bytes the receiver needs to have to be complete (finite flows).
+    pub fn total_bytes(&self) -> Option<u64> {
+        self.total_segs.map(|n| (n as u64 - 1) * self.mss as u64 + self.last_payload as u64)
+    }
+
+    // ---- sending ---------------------------------------------------------------
+
+    /// Called when the application's stop time passes.
+    pub fn stop_app(&mut self, now: Time) {
+        if self.stop_at.is_some_and(|t| now >= t) && self.app_end.is_none() {
+            self.app_end = Some(self.snd_nxt);
+        }
+    }
+
+    pub fn stop_time(&self) -> Option<Time> {
+        self.stop_at
+    }
+
+    /// Send what cwnd, rwnd, the pacer and the application allow. Segments go
+    /// into `out`. (Linux `tcp_write_xmit` + `tcp_xmit_retransmit_queue`.)
+    pub fn try_send(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        self.conn.now = now;
+        self.stop_app(now);
+        self.pacing_blocked = false;
+        loop {
+            if self.in_flight() >= self.conn.cwnd {
+                self.note_cwnd_limited();
+                break;
+            }
+            let paced = self.conn.pacing_rate.is_some();
+            if paced && now < self.pace_next {
+                self.pacing_blocked = self.has_something_to_send();
+                break;
+            }
+            let (seq, retrans) = if let Some(&seq) = self.retx.iter().next() {
+                (seq, true)
+            } else if self.snd_nxt < self.app_limit()
+                && self.rwnd_segs.is_none_or(|w| self.snd_nxt - self.snd_una < w)
+            {
+                (self.snd_nxt, false)
+            } else {
+                if self.snd_nxt >= self.app_limit() {
+                    // Nothing to send: the application limits us.
+                    self.check_app_limited();
+                }
+                break;
+            };
+            out.push(self.transmit(now, seq, retrans));
+        }
+    }
+
+    fn has_something_to_send(&self) -> bool {
+        !self.retx.is_empty() || self.snd_nxt < self.app_limit()
+    }
+
+    /// Linux `tcp_rate_check_app_limited`: nothing more to send and the
+    /// window is not full → samples until now+inflight are app-limited.
+    fn check_app_limited(&mut self) {
+        if self.in_flight() < self.conn.cwnd && self.retx.is_empty() {
+            let mark = self.conn.delivered + self.in_flight() as u64;
+            self.conn.app_limited = mark.max(1);
+        }
+    }
+
+    fn note_cwnd_limited(&mut self) {
+        self.conn.is_cwnd_limited = true;
+        self.cwnd_limited_seq = self.snd_nxt;
+    }
+
+    /// Put one segment on the wire (new or retransmission).
+    fn transmit(&mut self, now: Time, seq: u32, retrans: bool) -> Transmit {
+        if self.conn.packets_out == 0 {
+            // Linux tcp_rate_skb_sent: a new send window starts when nothing is in flight.
+            self.first_tx = now;
+            self.conn.delivered_time = now;
+            self.cc.cwnd_event(&mut self.conn, CwndEvent::TxStart);
+        }
+        let payload = self.payload_of(seq);
+        let in_recovery = matches!(self.conn.ca_state, CaState::Recovery | CaState::Cwr);
+        let app_limited = self.conn.app_limited != 0;
+        let template = Seg {
+            tx_time: now,
+            first_tx: self.first_tx,
+            delivered_time: self.conn.delivered_time,
+            delivered: self.conn.delivered,
+            lost: self.conn.lost,
+            in_flight: 0,
+            prev: NONE,
+            next: NONE,
+            flags: if app_limited { F_APP_LIMITED } else { 0 },
+        };
+        if retrans {
+            self.retx.remove(&seq);
+            self.ts_unlink(seq);
+            let s = self.seg_mut(seq);
+            let was_retrans = s.flags & F_RETRANS != 0;
+            let keep = s.flags & (F_LOST | F_EVER_RETRANS);
+            *s = Seg { flags: template.flags | keep | F_RETRANS | F_EVER_RETRANS, ..template };
+            if !was_retrans {
+                self.conn.retrans_out += 1;
+            }
+            self.stats.retrans_segs += 1;
+        } else {
+            debug_assert_eq!(seq, self.snd_nxt);
+            self.segs.push_back(template);
+            self.snd_nxt += 1;
+            self.conn.packets_out += 1;
+        }
+        self.ts_push_tail(seq);
+        let inflight = self.in_flight();
+        self.seg_mut(seq).in_flight = inflight;
+        if in_recovery {
+            self.prr_out += 1;
+        }
+        self.max_packets_out = self.max_packets_out.max(self.conn.packets_out);
+        if let Some(rate) = self.conn.pacing_rate {
+            if rate.0 > 0 {
+                // Linux EDT pacing: the next departure is len/rate after this one.
+                self.pace_next = self.pace_next.max(now) + rate.tx_time(payload as u64);
+            }
+        }
+        self.stats.sent_bytes += (payload + self.header) as u64;
+        self.stats.sent_packets += 1;
+        Transmit { seq, payload, retrans }
+    }
+
+    /// Wire bytes of segment `seq`.
+    pub fn wire_bytes(&self, t: &Transmit) -> u32 {
+        t.payload + self.header
+    }
+
+    // ---- ACK processing ---------------------------------------------------------
+
+    /// Process one ACK (Linux `tcp_ack`). New transmissions go to `out`.
+    pub fn on_ack(&mut self, now: Time, ack: &Ack, out: &mut Vec<Transmit>) {
+        self.conn.now = now;
+        let prior_in_flight = self.in_flight();
+        let mut w = AckWork::default();
+
+        // 1. SACK blocks (tcp_sacktag_write_queue).
+        for &(s, e) in ack.sacks() {
+            let s = s.max(self.snd_una);
+            let e = e.min(self.snd_nxt);
+            if s >= e {
+                continue;
+            }
+            let mut new = std::mem::take(&mut self.scratch);
+            new.clear();
+            self.sacked.insert(s, e, &mut new);
+            for &(a, b) in &new {
+                for seq in a..b {
+                    self.deliver(now, seq, true, &mut w);
+                }
+            }
+            self.scratch = new;
+        }
+        // 2. Cumulative ACK (tcp_clean_rtx_queue).
+        if ack.cum > self.snd_una {
+            let cum = ack.cum.min(self.snd_nxt);
+            for seq in self.snd_una..cum {
+                let f = self.seg(seq).flags;
+                if f & F_SACKED == 0 {
+                    self.deliver(now, seq, false, &mut w);
+                } else {
+                    self.conn.sacked_out -= 1;
+                }
+                self.ts_unlink(seq);
+            }
+            let n = cum - self.snd_una;
+            self.segs.drain(..n as usize);
+            self.conn.packets_out -= n;
+            self.snd_una = cum;
+            self.sacked.trim_below(cum);
+            // Segments acked while queued for retransmission leave the queue.
+            while let Some(&s) = self.retx.iter().next() {
+                if s < cum {
+                    self.retx.remove(&s);
+                } else {
+                    break;
+                }
+            }
+            w.una_advanced = true;
+            self.rtt.backoff = 0;
+            if self.tlp_high_seq.is_some_and(|h| cum >= h) {
+                self.tlp_high_seq = None;
+            }
+        }
+        // 3. RTT samples (tcp_ack_update_rtt): srtt from the oldest newly
+        // delivered segment, min_rtt and the rate sample from the newest.
+        if let Some(r) = w.oldest_rtt {
+            self.rtt.on_sample(r);
+            // min_rtt takes the newest-segment sample as Linux's ca_rtt does.
+            if let Some(n) = w.newest_rtt {
+                self.rtt.min_rtt = Some(self.rtt.min_rtt.map_or(n, |m| m.min(n)));
+            }
+            self.conn.srtt = self.rtt.srtt_or_zero();
+            self.conn.min_rtt = self.rtt.min_rtt;
+        }
+        if let Some(n) = w.newest_rtt {
+            self.stats.rtt_sum_ns += n.0;
+            self.stats.rtt_n += 1;
+        }
+        // 4. RACK loss detection (tcp_rack_mark_lost).
+        let reo_timeout = self.rack_detect_loss(now, &mut w);
+        // 5. The recovery state machine (tcp_fastretrans_alert).
+        self.update_ca_state(now);
+        // 6. Rate sample (tcp_rate_gen) and congestion control (tcp_cong_control).
+        self.conn.in_flight = self.in_flight();
+        let rs = self.rate_gen(now, &mut w, prior_in_flight);
+        if w.newly_delivered > 0 {
+            let sample = AckSample { pkts_acked: w.newly_delivered, rtt: w.newest_rtt, in_flight: prior_in_flight };
+            self.cc.pkts_acked(&mut self.conn, &sample);
+        }
+        self.cong_control(&rs, &w);
+        // is_cwnd_limited holds until the window that was limited is acked.
+        if self.snd_una > self.cwnd_limited_seq {
+            self.conn.is_cwnd_limited = false;
+            self.max_packets_out = self.conn.packets_out;
+        }
+        // 7. Send, then re-arm the retransmit timer (tcp_set_xmit_timer).
+        self.try_send(now, out);
+        self.set_xmit_timer(now, reo_timeout, w.una_advanced || w.newly_delivered > 0);
+    }
+
+    /// Segment `seq` was newly SACKed or cumulatively ACKed.
+    fn deliver(&mut self, now: Time, seq: u32, by_sack: bool, w: &mut AckWork) {
+        let (flags, tx_time) = {
+            let s = self.seg(seq);
+            (s.flags, s.tx_time)
+        };
+        if flags & F_SACKED != 0 {
+            return;
+        }
+        if flags & F_RETRANS != 0 {
+            self.conn.retrans_out -= 1;
+        }
+        if flags & F_LOST != 0 {
+            self.conn.lost_out -= 1;
+            self.retx.remove(&seq);
+        }
+        if by_sack {
+            self.conn.sacked_out += 1;
+            self.ts_unlink(seq);
+        }
+        self.seg_mut(seq).flags = (flags | F_SACKED) & !(F_LOST | F_RETRANS);
+        self.conn.delivered += 1;
+        self.conn.delivered_time = now;
+        w.newly_delivered += 1;
+        // RTT: Karn — never from a retransmitted segment.
+        if flags & F_EVER_RETRANS == 0 {
+            let r = now - tx_time;
+            if w.oldest_rtt.is_none_or(|o| r > o) {
+                w.oldest_rtt = Some(r);
+            }
+            if w.newest_rtt.is_none() || tx_time >= w.newest_tx {
+                w.newest_rtt = Some(r);
+                w.newest_tx = tx_time;
+            }
+        }
+        // RACK (tcp_rack_advance): track the most recently sent delivered segment.
+        let rtt = now - tx_time;
+        let ambiguous = flags & F_EVER_RETRANS != 0 && self.rtt.min_rtt.is_some_and(|m| rtt < m);
+        if !ambiguous && (tx_time > self.rack.xmit_time || (tx_time == self.rack.xmit_time && seq + 1 > self.rack.end_seq)) {
+            self.rack.xmit_time = tx_time;
+            self.rack.end_seq = seq + 1;
+            self.rack.rtt = rtt;
+            self.rack.advanced = true;
+        }
+        // Rate sampling (tcp_rate_skb_delivered).
+        let s = self.seg(seq).clone();
+        if s.flags & F_SAMPLED == 0 {
+            if !w.rs_valid || s.delivered > w.rs.prior_delivered || (s.delivered == w.rs.prior_delivered && s.tx_time > w.rs_tx_time) {
+                w.rs_valid = true;
+                w.rs.prior_delivered = s.delivered;
+                w.rs_prior_time = s.delivered_time;
+                w.rs.is_app_limited = s.flags & F_APP_LIMITED != 0;
+                w.rs.is_retrans = s.flags & F_EVER_RETRANS != 0;
+                w.rs.tx_in_flight = s.in_flight;
+                w.rs.lost = self.conn.lost - s.lost;
+                w.rs_tx_time = s.tx_time;
+                w.rs_first_tx = s.first_tx;
+                // The send window for later samples starts at this segment's send.
+                self.first_tx = s.tx_time;
+            }
+            self.seg_mut(seq).flags |= F_SAMPLED;
+        }
+    }
+
+    /// RFC 8985 §6.2 step 5 (Linux `tcp_rack_detect_loss`). Returns the reorder
+    /// timeout if some segment is not yet past its reordering window.
+    fn rack_detect_loss(&mut self, now: Time, w: &mut AckWork) -> Option<Dur> {
+        if !self.rack.advanced {
+            return None;
+        }
+        self.rack.advanced = false;
+        let reo_wnd = self.rack_reo_wnd();
+        let mut timeout: Option<Dur> = None;
+        let mut seq = self.ts_head;
+        while seq != NONE {
+            let s = self.seg(seq);
+            let next = s.next;
+            // Only segments sent before the most recently delivered one.
+            let sent_before = s.tx_time < self.rack.xmit_time || (s.tx_time == self.rack.xmit_time && seq + 1 < self.rack.end_seq);
+            if !sent_before {
+                break;
+            }
+            let deadline = s.tx_time + self.rack.rtt + reo_wnd;
+            if deadline <= now {
+                self.mark_lost(seq);
+                w.newly_lost += 1;
+            } else {
+                let rem = deadline - now;
+                timeout = Some(timeout.map_or(rem, |t: Dur| t.max(rem)));
+            }
+            seq = next;
+        }
+        timeout
+    }
+
+    /// RACK reordering window (Linux `tcp_rack_reo_wnd`): zero once in
+    /// recovery or with ≥ 3 SACKed segments (the DupThresh fallback), else
+    /// min_rtt/4. This simulator never reorders, so `reord_seen` stays false.
+    fn rack_reo_wnd(&self) -> Dur {
+        if matches!(self.conn.ca_state, CaState::Recovery | CaState::Loss) || self.conn.sacked_out >= 3 {
+            return Dur::ZERO;
+        }
+        let m = self.rtt.min_rtt_or(Dur::ZERO);
+        Dur(m.0 / 4).min(self.rtt.srtt_or_zero())
+    }
+
+    fn mark_lost(&mut self, seq: u32) {
+        let f = self.seg(seq).flags;
+        if f & F_SACKED != 0 || (f & F_LOST != 0 && f & F_RETRANS == 0) {
+            return;
+        }
+        if f & F_RETRANS != 0 {
+            self.conn.retrans_out -= 1;
+        }
+        if f & F_LOST == 0 {
+            self.conn.lost_out += 1;
+        }
+        self.seg_mut(seq).flags = (f | F_LOST) & !F_RETRANS;
+        self.ts_unlink(seq);
+        self.retx.insert(seq);
+        self.conn.lost += 1;
+        self.stats.lost_segs += 1;
+    }
+
+    /// Linux `tcp_fastretrans_alert`, reduced to what SACK + RACK need.
+    fn update_ca_state(&mut self, _now: Time) {
+        match self.conn.ca_state {
+            CaState::Recovery | CaState::Loss if self.snd_una >= self.high_seq => {
+                // Recovery / Loss is over (tcp_end_cwnd_reduction).
+                if !self.cc.has_cong_control() && self.conn.ssthresh < INFINITE_SSTHRESH && self.conn.ca_state == CaState::Recovery {
+                    self.conn.cwnd = self.conn.ssthresh;
+                }
+                self.set_ca_state(CaState::Open);
+            }
+            _ => {}
+        }
+        match self.conn.ca_state {
+            CaState::Open | CaState::Disorder if self.conn.lost_out > 0 => self.enter_recovery(),
+            CaState::Open if self.conn.sacked_out > 0 => self.set_ca_state(CaState::Disorder),
+            CaState::Disorder if self.conn.sacked_out == 0 => self.set_ca_state(CaState::Open),
+            _ => {}
+        }
+    }
+
+    fn set_ca_state(&mut self, s: CaState) {
+        if self.conn.ca_state != s {
+            self.cc.set_state(&mut self.conn, s);
+            self.conn.ca_state = s;
+        }
+    }
+
+    /// Linux `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
+    fn enter_recovery(&mut self) {
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        self.prior_cwnd = self.conn.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.conn.ssthresh = self.cc.ssthresh(&self.conn);
+        self.set_ca_state(CaState::Recovery);
+    }
+
+    /// Linux `tcp_rate_gen`.
+    fn rate_gen(&mut self, now: Time, w: &mut AckWork, prior_in_flight: u32) -> RateSample {
+        let c = &mut self.conn;
+        if c.app_limited != 0 && c.delivered > c.app_limited {
+            c.app_limited = 0;
+        }
+        let mut rs = std::mem::take(&mut w.rs);
+        rs.acked_sacked = w.newly_delivered;
+        rs.losses = w.newly_lost;
+        rs.prior_in_flight = prior_in_flight;
+        rs.rtt = w.newest_rtt;
+        if !w.rs_valid || w.newly_delivered == 0 {
+            rs.delivered = 0;
+            rs.interval = Dur::ZERO;
+            return rs;
+        }
+        rs.delivered = c.delivered - rs.prior_delivered;
+        let snd = w.rs_tx_time.saturating_sub(w.rs_first_tx);
+        let ack = now.saturating_sub(w.rs_prior_time);
+        let interval = snd.max(ack);
+        // Linux discards samples shorter than min_rtt (ACK compression artefacts).
+        if interval.0 == 0 || c.min_rtt.is_some_and(|m| interval < m) {
+            rs.interval = Dur::ZERO;
+            return rs;
+        }
+        rs.interval = interval;
+        rs.delivery_rate = Some(crate::time::Bandwidth::from_bytes_per(rs.delivered * c.mss as u64, interval));
+        rs
+    }
+
+    /// Linux `tcp_cong_control`.
+    fn cong_control(&mut self, rs: &RateSample, w: &AckWork) {
+        if self.cc.has_cong_control() {
+            self.cc.cong_control(&mut self.conn, rs);
+            return;
+        }
+        if matches!(self.conn.ca_state, CaState::Recovery | CaState::Cwr) {
+            self.prr_reduction(w);
+        } else if w.newly_delivered > 0 {
+            self.cc.cong_avoid(&mut self.conn, w.newly_delivered);
+        }
+    }
+
+    /// PRR, RFC 6937 §3 as Linux `tcp_cwnd_reduction` implements it.
+    fn prr_reduction(&mut self, w: &AckWork) {
+        let newly = w.newly_delivered;
+        if newly == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        self.prr_delivered += newly;
+        let in_flight = self.in_flight() as i64;
+        let delta = self.conn.ssthresh as i64 - in_flight;
+        let mut sndcnt: i64 = if delta < 0 {
+            // Proportional part: send ssthresh/prior_cwnd of what was delivered.
+            let dividend = self.conn.ssthresh as u64 * self.prr_delivered as u64 + self.prior_cwnd as u64 - 1;
+            (dividend / self.prior_cwnd as u64) as i64 - self.prr_out as i64
+        } else {
+            // Slow-start reduction bound (PRR-SSRB).
+            let mut s = (self.prr_delivered as i64 - self.prr_out as i64).max(newly as i64);
+            if w.una_advanced && w.newly_lost == 0 {
+                s += 1;
+            }
+            s.min(delta)
+        };
+        // Force a fast retransmit on entering recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.conn.cwnd = (in_flight + sndcnt).max(1) as u32;
+    }
+
+    // ---- timers -------------------------------------------------------------------
+
+    /// Linux `tcp_set_xmit_timer` / `tcp_schedule_loss_probe` / `tcp_rearm_rto`.
+    fn set_xmit_timer(&mut self, now: Time, reo: Option<Dur>, progress: bool) {
+        if self.conn.packets_out == 0 {
+            self.xmit_timer = None;
+            return;
+        }
+        if let Some(r) = reo {
+            self.xmit_timer = Some((now + r, XmitTimer::Reo));
+            return;
+        }
+        let rto_at = match self.xmit_timer {
+            Some((t, XmitTimer::Rto)) if !progress => t,
+            _ => now + self.rtt.rto(),
+        };
+        // TLP (RFC 8985 §7.2) only in Open state, one probe at a time.
+        if self.conn.ca_state == CaState::Open && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
+            let srtt = self.rtt.srtt_or_zero();
+            let mut pto = Dur(2 * srtt.0);
+            // One packet out: allow for the peer's delayed ACK (Linux adds TCP_RTO_MIN).
+            pto = if self.conn.packets_out == 1 { pto + super::rtt::RTO_MIN } else { pto + Dur::from_ms(2) };
+            let at = (now + pto).min(rto_at);
+            self.xmit_timer = Some((at, XmitTimer::Tlp));
+            return;
+        }
+        self.xmit_timer = Some((rto_at, XmitTimer::Rto));
+    }
+
+    /// After sending new data with nothing previously outstanding, arm the timer.
+    pub fn ensure_timer(&mut self, now: Time) {
+        if self.xmit_timer.is_none() && self.conn.packets_out > 0 {
+            self.set_xmit_timer(now, None, true);
+        }
+    }
+
+    /// The retransmit timer fired (RTO, TLP or RACK reorder timeout).
+    pub fn on_xmit_timer(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        let Some((at, kind)) = self.xmit_timer else { return };
+        if at > now {
+            return;
+        }
+        self.xmit_timer = None;
+        self.conn.now = now;
+        match kind {
+            XmitTimer::Reo => {
+                // tcp_rack_reo_timeout: re-run detection, then recover.
+                let mut w = AckWork::default();
+                self.rack.advanced = true;
+                let reo = self.rack_detect_loss(now, &mut w);
+                self.update_ca_state(now);
+                if w.newly_lost > 0 && !self.cc.has_cong_control() && self.conn.ca_state == CaState::Recovery {
+                    // Let PRR send at least the first retransmission.
+                    self.conn.cwnd = self.conn.cwnd.max(self.in_flight() + 1);
+                }
+                self.try_send(now, out);
+                self.set_xmit_timer(now, reo, false);
+            }
+            XmitTimer::Tlp => {
+                // RFC 8985 §7.3: send one new segment if possible, else the last one again.
+                self.stats.tlp_count += 1;
+                let before = out.len();
+                if self.snd_nxt < self.app_limit() && self.rwnd_segs.is_none_or(|w| self.snd_nxt - self.snd_una < w) {
+                    let seq = self.snd_nxt;
+                    out.push(self.transmit(now, seq, false));
+                } else if self.snd_nxt > self.snd_una {
+                    let seq = self.snd_nxt - 1;
+                    if self.seg(seq).flags & F_SACKED == 0 {
+                        out.push(self.transmit(now, seq, true));
+                    }
+                }
+                if out.len() > before {
+                    self.tlp_high_seq = Some(self.snd_nxt);
+                }
+                self.xmit_timer = Some((now + self.rtt.rto(), XmitTimer::Rto));
+            }
+            XmitTimer::Rto => self.on_rto(now, out),
+        }
+    }
+
+    /// Linux `tcp_retransmit_timer` → `tcp_enter_loss`.
+    fn on_rto(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        self.stats.rto_count += 1;
+        let st = self.conn.ca_state;
+        if matches!(st, CaState::Open | CaState::Disorder) || self.high_seq <= self.snd_una || st == CaState::Loss && self.rtt.backoff == 0 {
+            self.prior_cwnd = self.conn.cwnd;
+            self.conn.ssthresh = self.cc.ssthresh(&self.conn);
+        }
+        // tcp_timeout_mark_lost: everything not SACKed is lost, except (RACK)
+        // segments other than the head sent less than rack.rtt ago.
+        let mut seq = self.ts_head;
+        while seq != NONE {
+            let (next, tx) = {
+                let s = self.seg(seq);
+                (s.next, s.tx_time)
+            };
+            if seq == self.snd_una || tx + self.rack.rtt <= now {
+                self.mark_lost(seq);
+            }
+            seq = next;
+        }
+        // Segments already marked lost but retransmitted-and-lost again stay queued.
+        self.conn.cwnd = self.in_flight() + 1;
+        self.set_ca_state(CaState::Loss);
+        self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
+        self.rtt.backoff += 1;
+        // BBR sees the RTO through set_state(Loss) and its next cong_control.
+        self.conn.in_flight = self.in_flight();
+        // Retransmit the head now; the timer backs off (RFC 6298 §5.5–5.6).
+        // The pacer does not hold back an RTO retransmission.
+        self.pace_next = self.pace_next.min(now);
+        self.try_send(now, out);
+        self.xmit_timer = Some((now + self.rtt.rto(), XmitTimer::Rto));
+    }
+
+    /// The earliest time this sender needs a wake-up.
+    pub fn next_deadline(&self) -> Option<Time> {
+        let mut t = self.xmit_timer.map(|(t, _)| t);
+        if self.pacing_blocked {
+            t = Some(t.map_or(self.pace_next, |x| x.min(self.pace_next)));
+        }
+        if let Some(stop) = self.stop_at {
+            if self.app_end.is_none() {
+                t = Some(t.map_or(stop, |x| x.min(stop)));
+            }
+        }
+        t
+    }
+
+    // ---- record ---------------------------------------------------------------------
+
+    pub fn cwnd_bytes(&self) -> u64 {
+        self.conn.cwnd as u64 * self.mss as u64
+    }
+    pub fn inflight_bytes(&self) -> u64 {
+        self.in_flight() as u64 * self.mss as u64
+    }
+    pub fn mss(&self) -> u32 {
+        self.mss
+    }
+    /// Conservation check helper: segments the sender believes are in the network.
+    pub fn outstanding(&self) -> u32 {
+        self.conn.packets_out
+    }
+}
