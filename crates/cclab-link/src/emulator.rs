@@ -28,6 +28,8 @@ pub struct EmulatorArgs {
     pub out_dir: String,
     /// Sleep only when the next deadline is further away than this (ns); closer ones are busy-polled.
     pub spin_ns: u64,
+    /// SCHED_FIFO priority (0: stay in the normal scheduling class).
+    pub rt_prio: i32,
 }
 
 /// Build the model's parameters from the IR, with the run's time zero `t0`.
@@ -111,6 +113,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     let mask = sys::install_stop_signals();
     sys::die_with_parent();
     sys::set_timer_slack_1ns();
+    let rt = if args.rt_prio > 0 { sys::set_realtime(args.rt_prio).map(|_| args.rt_prio).unwrap_or(0) } else { 0 };
     let snd = sys::open_tun_in(&args.snd_netns, &args.dev).map_err(|e| e.to_string())?;
     let rcv = sys::open_tun_in(&args.rcv_netns, &args.dev).map_err(|e| e.to_string())?;
     println!("ready");
@@ -230,7 +233,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
         "emulator": "cclab-link",
         "version": crate::VERSION,
         "settings": {
-            "dev": args.dev, "spin_ns": args.spin_ns, "timer_slack_ns": 1,
+            "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": rt, "timer_slack_ns": 1,
             "queue": "drop-tail; a packet counts until its last bit is serialized",
             "byte_convention": "IP datagram length (IP+TCP headers+payload, no L2 framing)",
             "buffer_bytes": ir.link.buffer.bytes, "buffer_packets": ir.link.buffer.packets,

@@ -1,6 +1,6 @@
 //! `cclab-link` — see README.md. Subcommands:
 //!
-//! * `emulate --ir FILE --snd-netns PATH --rcv-netns PATH --dev NAME --out DIR [--spin-ns N]`
+//! * `emulate --ir FILE --snd-netns PATH --rcv-netns PATH --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
 //! * `send --ir FILE --netns PATH --t0 NS`
 //! * `recv --ir FILE --netns PATH --t0 NS --out FILE`
 //! * `version`
@@ -47,6 +47,7 @@ fn main() {
             dev: m.get("dev").cloned().unwrap_or_else(|| "cltun".into()),
             out_dir: get(&m, "out")?.into(),
             spin_ns: m.get("spin-ns").map(|s| s.parse().unwrap_or(0)).unwrap_or(0),
+            rt_prio: m.get("rt-prio").map(|s| s.parse().unwrap_or(0)).unwrap_or(0),
         }),
         "send" => traffic::send(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?),
         "recv" => traffic::recv(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?, get(&m, "out")?),

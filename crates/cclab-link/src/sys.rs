@@ -105,7 +105,7 @@ pub fn install_stop_signals() -> libc::sigset_t {
         for s in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
             libc::sigaddset(&mut set, s);
             let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop as usize;
+            sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as usize;
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(s, &sa, std::ptr::null_mut());
         }
@@ -160,4 +160,13 @@ pub fn process_cpu_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Run this thread under SCHED_FIFO at `prio` (1–99) so the emulator wakes
+/// on time even when other work competes for the CPUs. It sleeps in ppoll
+/// between packets and the kernel's RT throttling (sched_rt_runtime_us)
+/// still bounds it, so it cannot lock the machine up.
+pub fn set_realtime(prio: i32) -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: prio };
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }

@@ -12,8 +12,10 @@
 use crate::time::{Bandwidth, Dur, Time};
 use std::collections::BTreeMap;
 
+pub mod bbr;
 pub mod cubic;
 pub mod reno;
+pub mod vegas;
 
 /// `TCP_INFINITE_SSTHRESH` (include/net/tcp.h).
 pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
@@ -63,6 +65,13 @@ pub struct Conn {
     pub delivered: u64,
     /// `tp->delivered_mstamp`: when `delivered` last changed.
     pub delivered_time: Time,
+    /// `tp->lsndtime`: when the last segment was sent (CUBIC's idle shift).
+    pub lsndtime: Time,
+    /// `tp->tcp_wstamp_ns`: earliest departure time of the next packet under
+    /// pacing (the sender's pacer clock; `now` or earlier when not pacing).
+    /// BBR's `bbr_packets_in_net_at_edt` subtracts what the path delivers
+    /// until then. Filled by the sender before each hook call.
+    pub wstamp: Time,
     /// `tp->lost`: packets marked lost so far.
     pub lost: u64,
     /// `tp->app_limited`: 0, or the `delivered` mark until which samples are app-limited.
@@ -94,6 +103,8 @@ impl Conn {
             retrans_out: 0,
             delivered: 0,
             delivered_time: now,
+            lsndtime: now,
+            wstamp: now,
             lost: 0,
             app_limited: 0,
             srtt: Dur::ZERO,
@@ -137,6 +148,11 @@ pub struct RateSample {
     pub tx_in_flight: u32,
     /// Packets lost between the sampled packet's send and this ACK (BBRv3's `rs->lost`).
     pub lost: u64,
+    /// `rs->is_ack_delayed` (tcp_rate.c, from `FLAG_ACK_MAYBE_DELAYED` in
+    /// tcp_clean_rtx_queue): this ACK cumulatively acked exactly one packet of
+    /// less than one MSS with nothing SACKed, so it may be a delayed ACK. BBR's
+    /// min_rtt filter will not take a higher RTT from such an ACK.
+    pub is_ack_delayed: bool,
 }
 
 /// Per-ACK RTT information (`struct ack_sample`, for `pkts_acked`).
@@ -207,10 +223,14 @@ impl<'a> Params<'a> {
 pub enum Cc {
     Reno(reno::Reno),
     Cubic(cubic::Cubic),
+    /// `bbr` and its presets `bbr_shallow`, `bbr_cwnd_feedback`, `bbr_sticky_rtprop`.
+    Bbr(bbr::Bbr),
+    Vegas(vegas::Vegas),
 }
 
 /// The names `Cc::new` accepts.
-pub const ALGORITHMS: &[&str] = &["reno", "cubic"];
+pub const ALGORITHMS: &[&str] =
+    &["reno", "cubic", "bbr", "vegas", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"];
 
 /// The parameters each algorithm accepts in `cca_params` (for front ends'
 /// validation and documentation). `None` for an unknown algorithm.
@@ -218,6 +238,8 @@ pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
     match name {
         "reno" => Some(reno::PARAMS),
         "cubic" => Some(cubic::PARAMS),
+        "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => Some(bbr::PARAMS),
+        "vegas" => Some(vegas::PARAMS),
         _ => None,
     }
 }
@@ -227,6 +249,8 @@ macro_rules! dispatch {
         match $self {
             Cc::Reno($cc) => $e,
             Cc::Cubic($cc) => $e,
+            Cc::Bbr($cc) => $e,
+            Cc::Vegas($cc) => $e,
         }
     };
 }
@@ -239,6 +263,10 @@ impl Cc {
         match name {
             "reno" => Ok(Cc::Reno(reno::Reno::from_params(Params::new(name, params))?)),
             "cubic" => Ok(Cc::Cubic(cubic::Cubic::from_params(Params::new(name, params))?)),
+            "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => {
+                Ok(Cc::Bbr(bbr::Bbr::from_params(Params::new(name, params), seed)?))
+            }
+            "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(Params::new(name, params))?)),
             _ => Err(CcError(format!(
                 "unknown congestion control '{name}'; allowed: {}",
                 ALGORITHMS.join(", ")

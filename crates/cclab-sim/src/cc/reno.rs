@@ -2,12 +2,26 @@
 //! (net/ipv4/tcp_cong.c). Recovery itself (NewReno partial-ACK handling,
 //! SACK, PRR) lives in the sender; this module only sets the window.
 
-use super::{tcp_cong_avoid_ai, tcp_slow_start, CongestionOps, Conn, CcError, Params, Snapshot};
+use super::{tcp_cong_avoid_ai, CaState, tcp_slow_start, CongestionOps, Conn, CcError, Params, Snapshot};
 
 #[derive(Clone, Debug, Default)]
 pub struct Reno {
     /// `snd_cwnd_cnt`: ACKed packets accumulated toward the next +1.
     cwnd_cnt: u32,
+}
+
+/// State names of the loss-based algorithms (Reno, CUBIC): the sender's
+/// recovery state, else slow start vs congestion avoidance.
+pub const LOSS_BASED_STATES: &[&str] = &["SLOW_START", "CONG_AVOID", "RECOVERY", "LOSS"];
+
+/// The state code of a loss-based algorithm, indexing [`LOSS_BASED_STATES`].
+pub fn loss_based_state(conn: &Conn) -> u8 {
+    match conn.ca_state {
+        CaState::Recovery | CaState::Cwr => 2,
+        CaState::Loss => 3,
+        _ if conn.in_slow_start() => 0,
+        _ => 1,
+    }
 }
 
 /// Parameters `cca_params` may set (none for Reno).
@@ -26,6 +40,7 @@ impl CongestionOps for Reno {
     }
     /// `tcp_reno_ssthresh`: max(cwnd/2, 2) (RFC 5681 §3.1 eq. 4 uses FlightSize; Linux uses cwnd).
     fn ssthresh(&mut self, conn: &Conn) -> u32 {
+        self.cwnd_cnt = 0;
         (conn.cwnd >> 1).max(2)
     }
     /// `tcp_reno_cong_avoid`: slow start below ssthresh, then +1 per cwnd ACKed.
@@ -44,10 +59,10 @@ impl CongestionOps for Reno {
         tcp_cong_avoid_ai(conn, &mut self.cwnd_cnt, w, acked);
     }
     fn snapshot(&self, conn: &Conn) -> Snapshot {
-        Snapshot { state: if conn.in_slow_start() { 0 } else { 1 }, ..Default::default() }
+        Snapshot { state: loss_based_state(conn), ..Default::default() }
     }
     fn state_names(&self) -> &'static [&'static str] {
-        &["slow_start", "cong_avoid"]
+        LOSS_BASED_STATES
     }
 }
 

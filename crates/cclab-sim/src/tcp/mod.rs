@@ -5,3 +5,5 @@ pub mod ranges;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;
+#[cfg(test)]
+mod sender_tests;

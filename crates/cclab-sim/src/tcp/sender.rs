@@ -413,6 +413,7 @@ impl Sender {
                 self.pace_next = self.pace_next.max(now) + rate.tx_time(payload as u64);
             }
         }
+        self.conn.lsndtime = now;
         self.stats.sent_bytes += (payload + self.header) as u64;
         self.stats.sent_packets += 1;
         Transmit { seq, payload, retrans }

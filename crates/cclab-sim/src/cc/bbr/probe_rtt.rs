@@ -117,7 +117,7 @@ mod tests {
             h.step();
             let m = h.bbr().mode;
             if m == Mode::ProbeRtt {
-                max_cwnd_in_probe_rtt = max_cwnd_in_probe_rtt.max(h.conn.cwnd);
+                max_cwnd_in_probe_rtt = max_cwnd_in_probe_rtt.max(h.conn().cwnd);
             }
             if m == Mode::ProbeRtt && prev != Mode::ProbeRtt {
                 entries.push(h.now_secs());
@@ -152,14 +152,14 @@ mod tests {
         let mut after = None;
         let mut prev = Mode::Startup;
         while h.now_secs() < 12.0 && after.is_none() {
-            let cwnd = h.conn.cwnd;
+            let cwnd = h.conn().cwnd;
             h.step();
             let m = h.bbr().mode;
             if m == Mode::ProbeRtt && prev != Mode::ProbeRtt {
                 before = cwnd;
             }
             if m != Mode::ProbeRtt && prev == Mode::ProbeRtt {
-                after = Some(h.conn.cwnd);
+                after = Some(h.conn().cwnd);
             }
             prev = m;
         }

@@ -135,7 +135,7 @@ pub struct CwndFeedbackConfig {
 impl CwndFeedbackConfig {
     pub(crate) fn from_params(p: &mut Params, cwnd_gain: u32) -> Result<CwndFeedbackConfig, CcError> {
         let cca = p.cca;
-        let mut frac = |p: &mut Params, name: &str, d: f64, lo: f64, hi: f64| -> Result<f64, CcError> {
+        let frac = |p: &mut Params, name: &str, d: f64, lo: f64, hi: f64| -> Result<f64, CcError> {
             let v = p.take(name, d);
             if !(v.is_finite() && v > lo && v <= hi) {
                 return Err(CcError(format!("{cca}: {name} = {v} must be in ({lo}, {hi}]")));
@@ -320,21 +320,12 @@ mod tests {
             c.in_flight = 4;
             b.update_min_rtt(&mut c, &rs(35)); // enters ProbeRTT, starts the 200 ms
             b.round_start = true;
-            c.now = Time(Dur::from_millis_test(11_300));
+            c.now = Time(Dur::from_ms(11_300).ns());
             b.update_min_rtt(&mut c, &rs(35));
             assert_ne!(b.mode, Mode::ProbeRtt);
         }
         assert_eq!(linux.min_rtt_ns, Dur::from_ms(35).ns());
         assert_eq!(sticky.min_rtt_ns, Dur::from_ms(20).ns());
-    }
-
-    trait MsTest {
-        fn from_millis_test(ms: u64) -> u64;
-    }
-    impl MsTest for Dur {
-        fn from_millis_test(ms: u64) -> u64 {
-            Dur::from_ms(ms).ns()
-        }
     }
 
     fn fb_conn(delivered: u64, lost: u64) -> crate::cc::Conn {

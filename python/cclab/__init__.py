@@ -1,0 +1,1 @@
+"""cclab — a congestion-control lab."""

@@ -1,0 +1,148 @@
+"""The Python API: ``cclab.run(scenario)`` and ``cclab.load(run_dir)``.
+
+    >>> import cclab
+    >>> run = cclab.run("examples/cubic-vs-reno.toml")     # doctest: +SKIP
+    >>> run.summary["aggregate"]["jain"], run.flows.head()  # doctest: +SKIP
+
+A run goes scenario → :func:`cclab.resolve.resolve` (the IR) → a backend
+(:mod:`cclab.backends`) → :mod:`cclab.metrics` → :func:`cclab.record.write_run`
+(atomic) → optionally the time-series figure (:mod:`cclab.plot`), drawn into
+the finished record directory as ``timeseries.png``/``.svg``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.metadata
+import platform
+import re
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from cclab import metrics, record
+from cclab.backends import get_backend
+from cclab.record import Run
+
+__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_to_dir"]
+
+#: Where ``run`` writes when no ``out`` is given: ``runs/<name>-<short IR hash>``.
+RUNS_DIR = Path("runs")
+
+
+def cclab_version() -> str:
+    try:
+        return importlib.metadata.version("cclab")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout without install
+        return "unknown"
+
+
+def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str, Any]]:
+    """``(Scenario, scenario TOML text, IR)`` from a path, a Scenario or a TOML-shaped dict.
+
+    For a path the TOML text is the file as written (unless ``seed`` overrides
+    the file's seed; then it is the scenario re-serialised).
+    """
+    from cclab.resolve import resolve
+    from cclab.scenario import Scenario, load_scenario, scenario_from_dict
+
+    text: str | None = None
+    if isinstance(scenario, Scenario):
+        sc = scenario
+    elif isinstance(scenario, Mapping):
+        sc = scenario_from_dict(dict(scenario), base_dir=Path.cwd())
+    elif isinstance(scenario, (str, Path)):
+        sc = load_scenario(scenario)
+        text = Path(scenario).read_text(encoding="utf-8")
+    else:
+        raise TypeError(f"scenario must be a path, a cclab.Scenario or a dict, not {type(scenario).__name__}")
+    if seed is not None and seed != sc.seed:
+        sc = sc.model_copy()
+        sc.seed = seed
+        text = None
+    if text is None:
+        text = sc.to_toml()
+    return sc, text, resolve(sc)
+
+
+def default_run_dir(ir: Mapping[str, Any], backend: str = "sim") -> Path:
+    """``runs/<scenario name>-<first 8 hex of the IR hash>`` (``-<backend>`` appended unless sim)."""
+    from cclab.resolve import ir_hash
+
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", str(ir.get("name", "run"))).strip("-.") or "run"
+    suffix = "" if backend == "sim" else f"-{backend}"
+    return RUNS_DIR / f"{slug}-{ir_hash(dict(ir))[:8]}{suffix}"
+
+
+def run(
+    scenario: Any,
+    *,
+    out: str | Path | None = None,
+    backend: str = "sim",
+    seed: int | None = None,
+    plot: bool = True,
+    formats: Iterable[str] = ("png",),
+    overwrite: bool = False,
+) -> Run:
+    """Run a scenario and write its record; returns the :class:`~cclab.record.Run`.
+
+    ``scenario``: a path to a TOML file, a :class:`cclab.scenario.Scenario` or a
+    TOML-shaped dict. ``out``: the record directory (default
+    :func:`default_run_dir`); an existing complete record there is an error
+    unless ``overwrite``. ``seed`` overrides the scenario's seed. ``plot``
+    draws ``timeseries.<fmt>`` for each of ``formats`` into the record.
+    """
+    from cclab.resolve import ir_hash
+
+    _sc, toml_text, ir = prepare(scenario, seed)
+    out_dir = Path(out) if out is not None else default_run_dir(ir, backend)
+    record.check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
+    engine = get_backend(backend)
+    started = _dt.datetime.now(_dt.timezone.utc)
+    t0 = time.perf_counter()
+    raw = engine.run(ir)
+    wall = time.perf_counter() - t0
+    flows = metrics.flows_frame(raw, ir)
+    link = metrics.link_frame(raw, ir)
+    summary = metrics.summary(flows, link, ir)
+    meta: dict[str, Any] = {
+        "backend": backend,
+        "cclab_version": cclab_version(),
+        "engine_version": str(raw.get("engine_version", "unknown")),
+        "seed": ir.get("seed"),
+        "host": platform.node(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "started_at": started.isoformat(timespec="seconds"),
+        "wall_time_s": wall,
+        "valid": True,
+        "invalid_reasons": [],
+        "ir_hash": ir_hash(ir),
+        "counters": dict(raw.get("counters") or {}),
+    }
+    meta.update(raw.get("meta") or {})
+    path = record.write_run(
+        out_dir, scenario_toml=toml_text, ir=ir, meta=meta, flows=flows, link=link, summary=summary, overwrite=overwrite
+    )
+    result = Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
+                 scenario_toml=toml_text, path=path)  # fmt: skip
+    if plot:
+        result.figures = result.plot(formats=tuple(formats))
+    return result
+
+
+def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed: int | None = None,
+               overwrite: bool = False, plot: bool = False) -> Path:  # fmt: skip
+    """Run ``scenario`` and write a complete record to ``out_dir`` (for sweeps); returns its path.
+
+    No figure unless ``plot``. Raises :class:`cclab.record.RecordExistsError`
+    if ``out_dir`` already holds a complete record and ``overwrite`` is false.
+    """
+    return run(scenario, out=out_dir, backend=backend, seed=seed, plot=plot, overwrite=overwrite).path  # type: ignore[return-value]
+
+
+def load(run_dir: str | Path) -> Run:
+    """Load a complete run record (:func:`cclab.record.read_run`)."""
+    return record.read_run(run_dir)

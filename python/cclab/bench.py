@@ -1,0 +1,225 @@
+"""``cclab bench``: simulator speed and memory on reference scenarios.
+
+Each case is a scenario (the user-facing schema), resolved to its IR here and
+run in a **fresh subprocess** that loads only the engine extension
+(``cclab/_native*.so``, not pandas/pyarrow), so its peak RSS is that case's.
+The child times only the ``simulate`` call (``time.perf_counter``) and reports:
+
+* wall seconds of ``simulate``,
+* simulated seconds per wall second,
+* bottleneck packets (departed from the bottleneck queue, raw
+  ``link.departed_packets`` at the end) per wall second,
+* peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss`` after the run) and the RSS
+  before the run (interpreter + engine module), in MB.
+
+Add a case with one :func:`register` line. Cases whose algorithms the engine
+does not have yet are listed as skipped. Performance is measured here, never
+asserted by a timed test (DESIGN.md, "Performance targets").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cclab.backends import BackendError
+
+__all__ = ["CASES", "BenchCase", "BenchError", "build_ir", "main", "register", "run_case"]
+
+#: Context printed under the table (from the performance issue).
+REFERENCE = (
+    "reference: ns-3.44 simulates cubic-100M-25ms at ~70 k bottleneck pkts/s; "
+    "cclab's goal is ≥ 3 M pkts/s (DESIGN.md, Performance targets)"
+)
+QUICK_DURATION = "5s"
+
+
+class BenchError(BackendError):
+    """The benchmark cannot run (no engine, unknown case); one line for users."""
+
+
+@dataclass(frozen=True)
+class BenchCase:
+    """A reference scenario: ``flows`` are TOML-shaped flow groups."""
+
+    name: str
+    description: str
+    rate: str
+    flows: tuple[dict[str, Any], ...]
+    duration: str = "60s"
+    buffer: str = "1bdp"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def scenario(self, quick: bool = False) -> dict[str, Any]:
+        duration = QUICK_DURATION if quick else self.duration
+        return {
+            "name": f"bench-{self.name}",
+            "duration": duration,
+            "seed": 1,
+            "measure": {"from": "0s"},
+            "link": {"rate": self.rate, "buffer": self.buffer},
+            "flows": [dict(f) for f in self.flows],
+            **self.extra,
+        }
+
+    @property
+    def algorithms(self) -> set[str]:
+        return {str(f["cca"]) for f in self.flows}
+
+
+CASES: dict[str, BenchCase] = {}
+
+
+def register(case: BenchCase) -> BenchCase:
+    CASES[case.name] = case
+    return case
+
+
+# The reference scenarios (DESIGN.md, Performance targets). All 25 ms unless
+# named, 1 BDP drop-tail buffer, 10 ms samples, 60 s (5 s with --quick).
+register(BenchCase("cubic-100M-25ms", "1 CUBIC, 100 Mbps, 25 ms", "100Mbps", ({"cca": "cubic", "rtt": "25ms"},)))
+register(BenchCase("reno2-cubic2-100M", "2 Reno + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
+                   ({"cca": "reno", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
+register(BenchCase("cubic-1G-100ms", "1 CUBIC, 1 Gbps, 100 ms", "1Gbps", ({"cca": "cubic", "rtt": "100ms"},)))
+# 100 CUBIC flows sharing 1 Gbps (10 Mbps each), 25 ms, starts staggered by
+# 10 ms so they do not all leave slow start in the same RTT.
+register(BenchCase("cubic100-1G", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger", "1Gbps",
+                   ({"cca": "cubic", "rtt": "25ms", "count": 100, "stagger": "10ms"},)))  # fmt: skip
+register(BenchCase("bbr2-cubic2-100M", "2 BBR + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
+                   ({"cca": "bbr", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
+
+
+def build_ir(case: BenchCase, quick: bool = False) -> dict[str, Any]:
+    """The case's IR via the scenario models and the resolver."""
+    from cclab.resolve import resolve
+    from cclab.scenario import scenario_from_dict
+
+    return resolve(scenario_from_dict(case.scenario(quick)))
+
+
+# The child: loads the extension module by file, without importing the cclab
+# package (whose __init__ may pull in pandas etc.), runs, reports JSON.
+_CHILD = r"""
+import importlib.machinery, importlib.util, json, resource, sys, time
+path, ir_json = sys.argv[1], sys.stdin.read()
+loader = importlib.machinery.ExtensionFileLoader("cclab._native", path)
+spec = importlib.util.spec_from_file_location("cclab._native", path, loader=loader)
+native = importlib.util.module_from_spec(spec)
+loader.exec_module(native)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+raw = native.simulate(ir_json)
+wall = time.perf_counter() - t0
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+link = raw["link"]
+if "departed_packets" in link and len(link["departed_packets"]):
+    packets = float(link["departed_packets"][-1])
+else:
+    packets = float(link["egress_bytes"][-1]) / 1500.0
+json.dump({"wall_s": wall, "packets": packets, "rss_before_kb": before, "rss_peak_kb": peak,
+           "engine_version": raw.get("engine_version")}, sys.stdout)
+"""
+
+
+def _native_path() -> str:
+    from cclab import _native
+
+    if not hasattr(_native, "simulate"):
+        raise BenchError("this build of the simulator engine (cclab._native) has no simulate(); nothing to benchmark")
+    return str(Path(_native.__file__).resolve())
+
+
+def run_case(case: BenchCase, quick: bool = False, timeout: float | None = None) -> dict[str, Any]:
+    """Run one case in a fresh Python process; returns its measurements."""
+    ir = build_ir(case, quick)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, _native_path()],
+        input=json.dumps(ir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BenchError(f"case {case.name} failed in its subprocess: {last}")
+    r = json.loads(proc.stdout)
+    sim_s = ir["duration_ns"] / 1e9
+    wall = max(r["wall_s"], 1e-9)
+    return {
+        "case": case.name,
+        "description": case.description,
+        "quick": quick,
+        "flows": len(ir["flows"]),
+        "simulated_s": sim_s,
+        "wall_s": r["wall_s"],
+        "sim_s_per_wall_s": sim_s / wall,
+        "packets": r["packets"],
+        "packets_per_wall_s": r["packets"] / wall,
+        "peak_rss_mb": r["rss_peak_kb"] / 1024.0,
+        "base_rss_mb": r["rss_before_kb"] / 1024.0,
+        "engine_version": r.get("engine_version"),
+    }
+
+
+def select(only: Iterable[str] | None) -> list[BenchCase]:
+    if not only:
+        return list(CASES.values())
+    unknown = [n for n in only if n not in CASES]
+    if unknown:
+        raise BenchError(f"unknown bench case {unknown[0]!r}; expected one of: {', '.join(CASES)}")
+    return [CASES[n] for n in only]
+
+
+def _fmt_count(x: float) -> str:
+    for div, unit in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if x >= div:
+            return f"{x / div:.2f}{unit}"
+    return f"{x:.0f}"
+
+
+def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: Path | None = None,
+         console: Any = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Run the selected cases, print a table (rich), optionally write JSON; returns the results."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from cclab import _native
+
+    console = console or Console()
+    cases = select(only)
+    _native_path()  # fail early, one line
+    have = set(_native.algorithms())
+    results: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    table = Table(title=f"cclab bench{' --quick' if quick else ''} (engine {getattr(_native, 'ENGINE_VERSION', '?')})",
+                  title_justify="left")  # fmt: skip
+    for col in ("case", "flows", "sim s", "wall s", "sim s / wall s", "bottleneck pkts", "pkts / wall s", "peak RSS MB"):
+        table.add_column(col, justify="left" if col == "case" else "right")
+    for case in cases:
+        missing = case.algorithms - have
+        if missing:
+            skipped.append(f"{case.name} (engine lacks {', '.join(sorted(missing))})")
+            continue
+        with console.status(f"bench {case.name}…"):
+            r = run_case(case, quick)
+        results.append(r)
+        table.add_row(r["case"], str(r["flows"]), f"{r['simulated_s']:g}", f"{r['wall_s']:.3f}",
+                      f"{r['sim_s_per_wall_s']:.1f}", _fmt_count(r["packets"]),
+                      _fmt_count(r["packets_per_wall_s"]), f"{r['peak_rss_mb']:.1f}")  # fmt: skip
+    console.print(table)
+    if skipped:
+        console.print("skipped: " + "; ".join(skipped), soft_wrap=True)
+    if results:
+        console.print(f"RSS before simulate (interpreter + engine): ~{results[0]['base_rss_mb']:.0f} MB", soft_wrap=True)
+    console.print(REFERENCE, soft_wrap=True)
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps({"quick": quick, "reference": REFERENCE, "results": results,
+                                               "skipped": skipped}, indent=1) + "\n")  # fmt: skip
+        console.print(f"wrote {json_path}", soft_wrap=True)
+    return results

@@ -1,0 +1,304 @@
+"""The ``cclab`` command line (typer + rich).
+
+    cclab run FILE [--out DIR] [--backend sim|kernel] [--seed N] [--svg] [--no-plot] [--overwrite]
+    cclab validate-scenario FILE
+    cclab bench [--quick] [--only NAME] [--json FILE]
+    cclab version
+
+plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`) and ``sweep``/``table``/
+``plot``/``report``/``reproduce`` (:mod:`cclab.cli_sweep`) when installed.
+
+Bad input — a missing file, a wrong unit, an unknown option, an existing
+record — is one red ``error: …`` line on stderr and exit code 2, never a
+traceback. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+try:  # typer >= 0.24 vendors click as typer._click
+    from typer._click import exceptions as click_exc
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click import exceptions as click_exc
+
+from cclab.backends import BackendError
+from cclab.errors import ScenarioError
+from cclab.record import RecordError
+
+__all__ = ["app", "console", "err_console", "fail", "user_errors"]
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+#: Exceptions that mean "bad input", shown as one line (exit 2).
+USER_ERRORS: tuple[type[BaseException], ...] = (ScenarioError, RecordError, BackendError, OSError)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``error: message`` in red on one line and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/bold red] {_one_line(message)}", soft_wrap=True, markup=True)
+    raise typer.Exit(code)
+
+
+def _one_line(message: str) -> str:
+    from rich.markup import escape
+
+    return escape(" ".join(str(message).split()))
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the known bad-input exceptions into :func:`fail`."""
+    try:
+        yield
+    except USER_ERRORS as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.strerror:
+            where = f"{exc.filename}: " if exc.filename else ""
+            fail(f"{where}{exc.strerror}")
+        fail(str(exc))
+
+
+class _OneLineErrors(TyperGroup):
+    """Usage errors (unknown option, missing argument, bad integer) as one ``error:`` line, exit 2."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        standalone = kwargs.pop("standalone_mode", True)
+        try:
+            rv = super().main(*args, standalone_mode=False, **kwargs)
+        except click_exc.NoArgsIsHelpError as exc:
+            if not standalone:
+                raise
+            sys.exit(0)  # typer has printed the help already
+        except click_exc.ClickException as exc:
+            if not standalone:
+                raise
+            hint = f" (see: {exc.ctx.command_path} --help)" if getattr(exc, "ctx", None) else ""
+            err_console.print(f"[bold red]error:[/bold red] {_one_line(exc.format_message())}{hint}", soft_wrap=True)
+            sys.exit(2)
+        except typer.Abort:
+            if not standalone:
+                raise
+            err_console.print("aborted")
+            sys.exit(1)
+        if not standalone:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(
+    cls=_OneLineErrors,
+    name="cclab",
+    help="A congestion-control lab: one scenario file, a deterministic simulator and the real Linux stacks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+# --------------------------------------------------------------------------
+# run
+
+
+def _mbps(x: Any) -> str:
+    return "–" if x is None else f"{x / 1e6:.2f}"
+
+
+def _pct(x: Any, digits: int = 1) -> str:
+    return "–" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _num(x: Any, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def flows_table(summary: dict[str, Any]) -> Table:
+    """Per-flow metrics over the measure window."""
+    t = Table(title="flows (measure window)", title_justify="left")
+    for name, justify in [("flow", "right"), ("cca", "left"), ("base RTT ms", "right"), ("goodput Mbps", "right"),
+                          ("share %", "right"), ("retrans", "right"), ("RTT p50 ms", "right"),
+                          ("RTT p95 ms", "right")]:  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for f in summary.get("per_flow", []):
+        t.add_row(
+            str(f["flow_id"]), f["cca"], _num(f.get("rtt_ms"), 1), _mbps(f.get("goodput_bps")), _pct(f.get("share")),
+            _num(f.get("retrans_segs"), 0), _num(f.get("rtt_ms_p50")), _num(f.get("rtt_ms_p95")),
+        )  # fmt: skip
+    return t
+
+
+def aggregate_table(summary: dict[str, Any]) -> Table:
+    """Aggregate and per-algorithm metrics over the measure window."""
+    agg = summary.get("aggregate", {})
+    w = summary.get("window", {})
+    t = Table(title=f"aggregate ({_num(w.get('from_s'), 1)}–{_num(w.get('to_s'), 1)} s)", title_justify="left",
+              show_header=False)  # fmt: skip
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    drops = agg.get("drops") or {}
+    t.add_row("total goodput", f"{_mbps(agg.get('goodput_bps'))} Mbps")
+    t.add_row("utilization (goodput / capacity)", f"{_pct(agg.get('utilization'))} %")
+    t.add_row("bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
+    t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
+    t.add_row("Jain's index", _num(agg.get("jain"), 3))
+    t.add_row("queueing delay p50 / p95", f"{_num(agg.get('queue_delay_ms_p50'))} / {_num(agg.get('queue_delay_ms_p95'))} ms")
+    for alg, a in summary.get("per_algorithm", {}).items():
+        n = a.get("flows")
+        t.add_row(f"share {alg} ({n} flow{'' if n == 1 else 's'}), IQR over samples",
+                  f"{_pct(a.get('share'))} % (IQR {_pct(a.get('share_iqr'))} pp)")  # fmt: skip
+    return t
+
+
+@app.command("run")
+def run_cmd(
+    file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Record directory \\[default: runs/<name>-<IR hash>]."),
+    backend: str = typer.Option("sim", "--backend", "-b", help="sim or kernel."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
+    svg: bool = typer.Option(False, "--svg", help="Also write the figure as SVG."),
+    no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the figure."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing record in the output directory."),
+) -> None:
+    """Run one scenario: write its record and figure, print per-flow and aggregate metrics."""
+    from cclab import api
+
+    with user_errors():
+        formats = ("png", "svg") if svg else ("png",)
+        with err_console.status(f"running {file} on {backend}…"):
+            result = api.run(file, out=out, backend=backend, seed=seed, plot=not no_plot, formats=formats,
+                             overwrite=overwrite)  # fmt: skip
+    meta = result.meta
+    console.print(
+        f"[bold]{result.name}[/bold]  backend {meta.get('backend')}, engine {meta.get('engine_version')}, "
+        f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall"
+    )
+    console.print(flows_table(result.summary))
+    console.print(aggregate_table(result.summary))
+    if not meta.get("valid", True):
+        reasons = "; ".join(meta.get("invalid_reasons") or []) or "no reason given"
+        err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)
+    console.print(f"record: {result.path}", soft_wrap=True)
+    for fig in result.figures:
+        console.print(f"figure: {fig}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------
+# validate-scenario
+
+
+def _fmt_ns(ns: Any, unit: str = "ms") -> str:
+    if ns is None:
+        return "–"
+    return f"{ns / 1e6:g} ms" if unit == "ms" else f"{ns / 1e9:g} s"
+
+
+def _fmt_rate(bps: Any) -> str:
+    if bps is None:
+        return "–"
+    for div, unit in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+        if bps >= div:
+            return f"{bps / div:g} {unit}"
+    return f"{bps:g} bps"
+
+
+@app.command("validate-scenario")
+def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False)) -> None:
+    """Check a scenario file without running it; print what it resolves to."""
+    from cclab import api
+    from cclab.metrics import bdp_bytes
+    from cclab.resolve import ir_hash
+
+    with user_errors():
+        _sc, _text, ir = api.prepare(file)
+    link = ir["link"]
+    cap = link["capacity"]
+    rate = cap.get("rate_bps")
+    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {Path(cap.get('path', '')).name}"
+    buf = link["buffer"]
+    min_rtt = min(f["rtt_ns"] for f in ir["flows"])
+    buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
+                                       f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
+    if buf.get("bytes") and rate:
+        buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
+    m = ir["measure"]
+    console.print(f"[green]ok[/green] {file}: [bold]{ir['name']}[/bold] (IR hash {ir_hash(ir)[:8]})", soft_wrap=True)
+    console.print(
+        f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
+        f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}"
+    )
+    loss = link["loss"]
+    loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
+    console.print(
+        f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
+        f"aqm {link['aqm']}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
+    )
+    t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
+    for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes"):
+        t.add_column(col)
+    for f in ir["flows"]:
+        params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (f.get("cca_params") or {}).items())
+        t.add_row(str(f["id"]), str(f["group"]), f["cca"], params or "–", _fmt_ns(f["rtt_ns"]), _fmt_ns(f["start_ns"], "s"),
+                  _fmt_ns(f.get("stop_ns"), "s"), str(f["bytes"]) if f.get("bytes") else "–")  # fmt: skip
+    console.print(t)
+
+
+# --------------------------------------------------------------------------
+# bench, version
+
+
+@app.command("bench")
+def bench_cmd(
+    quick: bool = typer.Option(False, "--quick", help="Short (5 s) versions of each case, for CI smoke tests."),
+    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only this case (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON to this file."),
+) -> None:
+    """Benchmark the simulator on the reference scenarios (each case in a fresh process)."""
+    from cclab import bench
+
+    with user_errors():
+        bench.main(quick=quick, only=only or None, json_path=json_out, console=console)
+
+
+@app.command("version")
+def version_cmd() -> None:
+    """Print the versions of cclab and of the simulator engine, and its algorithms."""
+    from cclab import _native
+    from cclab.api import cclab_version
+
+    console.print(f"cclab {cclab_version()}")
+    console.print(f"engine {getattr(_native, 'ENGINE_VERSION', 'unknown')}")
+    console.print(f"algorithms: {', '.join(sorted(_native.algorithms()))}")
+    console.print(f"python {sys.version.split()[0]}")
+
+
+# --------------------------------------------------------------------------
+# commands from the other parts of cclab, when present
+
+
+def _register_optional(module_name: str) -> None:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        if os.environ.get("CCLAB_DEBUG"):
+            raise
+        return
+    module.register(app)
+
+
+for _module in ("cclab.cli_kernel", "cclab.cli_sweep"):
+    _register_optional(_module)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

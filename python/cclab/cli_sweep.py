@@ -1,0 +1,238 @@
+"""CLI commands for studies: `sweep`, `table`, `plot`, `report`, `reproduce`.
+
+`cclab.cli` calls :func:`register` on its Typer app.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def _fail(msg: str, code: int = 2) -> "typer.Exit":
+    typer.secho(f"error: {msg}", fg="red", err=True)
+    return typer.Exit(code)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from cclab.sweep import SweepError
+
+    errs: list[type[BaseException]] = [SweepError]
+    try:
+        from cclab.errors import ScenarioError
+
+        errs.append(ScenarioError)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(errs)
+
+
+def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True) -> int:
+    """Run a loaded sweep and print its outcome; returns the exit code."""
+    from cclab.runner import run_sweep
+
+    try:
+        outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+    except _user_errors() as e:
+        raise _fail(str(e)) from None
+    typer.echo(
+        f"{outcome.total_points} points, {outcome.total_runs} runs: {outcome.skipped} already complete, "
+        f"{outcome.done} done now, {len(outcome.failures)} failed ({outcome.wall_s:.1f} s) -> {outcome.out_dir}"
+    )
+    for f in outcome.failures:
+        first = (f["error"] or "").strip().splitlines()
+        typer.secho(f"  failed {f['run_id']}: {first[0] if first else '?'}", fg="red", err=True)
+    if outcome.failures:
+        typer.echo(f"  details: {outcome.out_dir / 'failures.json'}; rerun the same command to retry them", err=True)
+    return 1 if outcome.failures else 0
+
+
+def register(app: typer.Typer) -> None:
+    """Add the study commands to `app`."""
+
+    @app.command("sweep")
+    def sweep_cmd(
+        file: Path = typer.Argument(..., help="Sweep file (TOML: base, trials, [axes], [zip])."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep directory [default: sweeps/<file stem>]."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes [default: all cores]."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT."),
+        backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
+        quick: bool = typer.Option(False, "--quick", help="Apply the file's [quick] overrides."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    ) -> None:
+        """Run every point x trial of a sweep; rerun to resume (complete runs are skipped)."""
+        from cclab.sweep import load_sweep
+
+        if backend not in ("sim", "kernel"):
+            raise _fail(f"--backend {backend!r}: expected sim or kernel")
+        try:
+            sw = load_sweep(file)
+        except _user_errors() as e:
+            raise _fail(str(e)) from None
+        if quick:
+            sw = sw.quick_variant()
+        out = out or Path("sweeps") / file.stem
+        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress))
+
+    @app.command("table")
+    def table_cmd(
+        sweep_dir: Path = typer.Argument(..., help="A sweep directory."),
+        metric: Optional[list[str]] = typer.Option(
+            None, "--metric", "-m", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
+        ),
+        all_trials: bool = typer.Option(False, "--trials", help="One row per run instead of grouping over trials."),
+        csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    ) -> None:
+        """Print a sweep's results: means over trials with 95 % confidence intervals."""
+        from cclab.store import POINTS, read_results
+
+        if not (sweep_dir / POINTS).exists():
+            raise _fail(f"{sweep_dir}: not a sweep directory (no {POINTS}); run `cclab sweep` first")
+        df = read_results(sweep_dir)
+        if df.empty:
+            raise _fail(f"{sweep_dir}: no complete runs yet", code=1)
+        print_results(df, metric, grouped=not all_trials, csv=csv)
+
+    @app.command("plot")
+    def plot_cmd(
+        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
+        list_kinds: bool = typer.Option(False, "--list", help="List the figure kinds."),
+    ) -> None:
+        """Draw figures (PNG + SVG) for a run or a sweep."""
+        from cclab import figures
+
+        if list_kinds:
+            for name, fig in figures.REGISTRY.items():
+                typer.echo(f"{name:18} {fig.scope:6} {fig.doc}")
+            return
+        try:
+            written = figures.render_all(target, kinds=kind, out_dir=out)
+        except (figures.FigureError, *_user_errors()) as e:
+            raise _fail(str(e)) from None
+        for path in written:
+            typer.echo(str(path))
+
+    @app.command("report")
+    def report_cmd(
+        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
+    ) -> None:
+        """Write one self-contained HTML page: scenario, summary tables, all figures."""
+        from cclab import figures
+        from cclab.report import write_report
+
+        try:
+            path = write_report(target, out)
+        except (figures.FigureError, *_user_errors()) as e:
+            raise _fail(str(e)) from None
+        typer.echo(str(path))
+
+    @app.command("reproduce")
+    def reproduce_cmd(
+        name: Optional[str] = typer.Argument(None, help="Preset name (see --list)."),
+        list_presets: bool = typer.Option(False, "--list", help="List the presets."),
+        quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address."),
+        backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+    ) -> None:
+        """Reproduce a published experiment: run its sweep(s), draw its figures, write its report."""
+        from cclab import presets
+
+        if list_presets or not name:
+            for p in presets.PRESETS.values():
+                typer.echo(f"{p.name:28} {p.ref:8} {p.title}")
+            if not name and not list_presets:
+                raise _fail("give a preset name (see the list above)")
+            return
+        try:
+            preset = presets.get(name)
+        except KeyError as e:
+            raise _fail(str(e.args[0])) from None
+        out = out or Path("reproduce") / (name + ("-quick" if quick else ""))
+        code = 0
+        for part, sw in preset.sweeps(quick=quick):
+            part_dir = out / part if len(preset.files) > 1 else out
+            typer.echo(f"== {name}: {part} -> {part_dir}")
+            code |= run_sweep_command(sw, part_dir, jobs, scheduler, backend, progress=not no_progress)
+            from cclab.report import write_report
+
+            try:
+                typer.echo(f"report: {write_report(part_dir)}")
+            except Exception as e:  # noqa: BLE001 — the runs are kept; say what failed
+                typer.secho(f"report failed: {type(e).__name__}: {e}", fg="red", err=True)
+                code |= 1
+        raise typer.Exit(code)
+
+
+def select_metrics(columns: list[str], patterns: list[str] | None) -> list[str]:
+    """Metric columns matching the glob patterns (default: the headline metrics)."""
+    if not patterns:
+        from cclab.store import headline_metrics
+
+        return headline_metrics(columns)
+    out: list[str] = []
+    for pat in patterns:
+        for c in columns:
+            if fnmatch.fnmatchcase(c, pat) and c not in out:
+                out.append(c)
+    if not out:
+        raise _fail(f"no metric matches {', '.join(patterns)}; available: {', '.join(columns)}")
+    return out
+
+
+def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: bool = False) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from cclab.store import axis_columns, group_over_trials, metric_columns
+
+    axes = axis_columns(df)
+    metrics = select_metrics(metric_columns(df), patterns)
+    if grouped:
+        view = group_over_trials(df, metrics)
+        lead = [*axes, "trials"]
+    else:
+        view = df
+        lead = [*axes, "trial", "seed", "run_id"]
+    if csv:
+        cols = lead + [c for c in view.columns if c not in lead and (c in metrics or c.removesuffix(".ci95") in metrics)]
+        view[cols].to_csv(sys.stdout, index=False)
+        return
+    table = Table(show_lines=False, header_style="bold")
+    for c in lead:
+        table.add_column(c)
+    for m in metrics:
+        table.add_column(m + (" (±95% CI)" if f"{m}.ci95" in view else ""), justify="right")
+    for _, row in view.iterrows():
+        cells = [str(row[c]) for c in lead]
+        for m in metrics:
+            v = row[m]
+            ci = row.get(f"{m}.ci95")
+            cell = _num(v)
+            if ci is not None and not (isinstance(ci, float) and math.isnan(ci)):
+                cell += f" ± {_num(ci)}"
+            cells.append(cell)
+        table.add_row(*cells)
+    Console(width=max(120, 22 * (len(lead) + len(metrics)))).print(table)
+
+
+def _num(v) -> str:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isnan(f):
+        return "–"
+    if f != 0 and (abs(f) >= 1e6 or abs(f) < 1e-3):
+        return f"{f:.4g}"
+    return f"{f:.4g}" if abs(f) < 1000 else f"{f:,.0f}"

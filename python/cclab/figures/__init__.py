@@ -1,0 +1,226 @@
+"""Figures of runs and sweeps, from a registry.
+
+Every figure kind is a function `draw(target, **params) -> Figure`
+registered under a name with a scope: "sweep" kinds read the sweep's results
+table (`results.parquet`), "run" kinds read one run record's time series
+(for a sweep they draw one chosen run, `point = N`, default the first).
+Kinds:
+
+| kind | scope | what |
+|---|---|---|
+| `line` | sweep | a metric against one axis, median line with the interquartile band over trials or over samples (`bbr.share` uses `share_p25/p75`) |
+| `heatmap` | sweep | a metric over two axes; with `gain = {over, a, b}` the goodput gain of A over B on a diverging scale |
+| `loss` | sweep | throughput against random loss, log x (the BBR paper's figure) |
+| `series` | sweep | one time-series column of every point's run, overlaid |
+| `jain` | sweep/run | Jain's fairness index over time |
+| `period` | run | per-algorithm share over time and its autocorrelation, with the dominant period |
+| `timeseries` | run | the stacked per-run figure of `cclab.plot`, BBR states shaded |
+
+A sweep file may list its figures (`[[figures]]` tables with `kind` and the
+parameters of that kind); otherwise `default_specs` picks figures from the
+sweep's axes. Every figure is written as PNG and SVG. Colours per algorithm
+come from `cclab.plot.color_for`, the same in every figure.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+
+class FigureError(ValueError):
+    """A figure cannot be drawn from this data; the message says why."""
+
+
+@dataclass
+class FigureKind:
+    name: str
+    scope: str  # "sweep", "run" or "both"
+    doc: str
+    draw: Callable[..., Figure]
+
+
+REGISTRY: dict[str, FigureKind] = {}
+
+#: keys of a figure spec that are not parameters of the figure.
+SPEC_KEYS = ("kind", "name", "caption")
+
+
+def register(name: str, scope: str, doc: str):
+    def deco(fn):
+        REGISTRY[name] = FigureKind(name, scope, doc, fn)
+        return fn
+
+    return deco
+
+
+class Target:
+    """What a figure is drawn from: a sweep directory or one run directory."""
+
+    def __init__(self, path: str | Path):
+        from cclab.record import is_complete
+        from cclab.store import POINTS
+
+        self.path = Path(path)
+        if (self.path / POINTS).exists():
+            self.kind = "sweep"
+        elif is_complete(self.path):
+            self.kind = "run"
+        else:
+            raise FigureError(f"{self.path}: neither a sweep directory (points.json) nor a complete run record")
+
+    @cached_property
+    def results(self) -> pd.DataFrame:
+        from cclab.store import read_results
+
+        if self.kind != "sweep":
+            raise FigureError(f"{self.path}: a run has no sweep results table")
+        df = read_results(self.path)
+        if df.empty:
+            raise FigureError(f"{self.path}: no complete runs yet")
+        return df
+
+    @cached_property
+    def axes(self) -> list[str]:
+        from cclab.store import axis_columns
+
+        return axis_columns(self.results)
+
+    @cached_property
+    def sweep_toml(self) -> dict[str, Any]:
+        p = self.path / "sweep.toml"
+        return tomllib.loads(p.read_text()) if p.exists() else {}
+
+    def runs(self, trial: int = 0) -> list[tuple[dict[str, Any], Path]]:
+        """(axis values, record dir) of every point's run for `trial`, in point order."""
+        if self.kind == "run":
+            return [({}, self.path)]
+        df = self.results
+        df = df[df["trial"] == trial] if (df["trial"] == trial).any() else df
+        return [({a: row[a] for a in self.axes}, self.path / "runs" / row["run_id"]) for _, row in df.iterrows()]
+
+    def run(self, point: int | None = None):
+        """One run record (`cclab.record.Run`): the run itself, or a sweep's point."""
+        from cclab.record import read_run
+
+        if self.kind == "run":
+            return read_run(self.path)
+        df = self.results
+        if point is None:
+            row = df.iloc[0]
+        else:
+            sel = df[df["point"] == point]
+            if sel.empty:
+                raise FigureError(f"{self.path}: no complete run for point {point}")
+            row = sel.iloc[0]
+        return read_run(self.path / "runs" / row["run_id"])
+
+
+def draw(target: Target | str | Path, kind: str, **params: Any) -> Figure:
+    if not isinstance(target, Target):
+        target = Target(target)
+    if kind not in REGISTRY:
+        raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
+    fk = REGISTRY[kind]
+    params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
+    if fk.scope == "sweep" and target.kind != "sweep":
+        raise FigureError(f"figure {kind!r} needs a sweep directory, {target.path} is a run")
+    try:
+        return fk.draw(target, **params)
+    except TypeError as e:
+        if "unexpected keyword" in str(e):
+            raise FigureError(f"figure {kind!r}: {e}") from None
+        raise
+
+
+def default_specs(target: Target) -> list[dict[str, Any]]:
+    """The figures drawn when none are asked for."""
+    if target.kind == "run":
+        specs: list[dict[str, Any]] = [{"kind": "timeseries"}, {"kind": "jain"}]
+        run = target.run()
+        if len({f["cca"] for f in run.ir["flows"]}) > 1:
+            specs.append({"kind": "period"})
+        return specs
+    listed = target.sweep_toml.get("figures")
+    if listed:
+        return [dict(s) for s in listed]
+    from cclab.figures.sweep_figs import auto_specs
+
+    return auto_specs(target)
+
+
+def spec_name(spec: dict[str, Any], i: int) -> str:
+    if "name" in spec:
+        return str(spec["name"])
+    key = "-".join(str(spec[k]) for k in ("y", "metric", "x") if isinstance(spec.get(k), str))
+    slug = "".join(c if c.isalnum() or c in "-_" else "_" for c in key).strip("_")
+    return f"{i:02d}-{spec['kind']}" + (f"-{slug}" if slug else "")
+
+
+def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=("png", "svg")):
+    """Draw each spec to out_dir/<name>.{png,svg}; yields (spec, name, paths or error)."""
+    import matplotlib.pyplot as plt
+
+    from cclab.plot import save_figure
+
+    for i, spec in enumerate(specs):
+        params = {k: v for k, v in spec.items() if k != "kind"}
+        name = spec_name(spec, i)
+        try:
+            fig = draw(target, spec["kind"], **params)
+        except FigureError as e:
+            yield spec, name, e
+            continue
+        try:
+            yield spec, name, save_figure(fig, out_dir / name, formats)
+        finally:
+            plt.close(fig)
+
+
+def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None) -> list[Path]:
+    """`cclab plot`: draw the default (or the named kinds of) figures; return the files."""
+    target = Target(path)
+    specs = default_specs(target)
+    if kinds:
+        unknown = [k for k in kinds if k not in REGISTRY]
+        if unknown:
+            raise FigureError(f"unknown figure kind(s) {', '.join(unknown)}; known: {', '.join(REGISTRY)}")
+        chosen = [s for s in specs if s["kind"] in kinds]
+        chosen += [{"kind": k} for k in kinds if k not in {s["kind"] for s in chosen}]
+        specs = chosen
+    out_dir = out_dir or target.path / "figures"
+    written: list[Path] = []
+    errors = []
+    for spec, name, result in render(target, specs, out_dir):
+        if isinstance(result, Exception):
+            errors.append(f"{name}: {result}")
+        else:
+            written.extend(result)
+    if errors and not written:
+        raise FigureError("; ".join(errors))
+    for e in errors:
+        import sys
+
+        print(f"skipped figure {e}", file=sys.stderr)
+    return written
+
+
+def spec_json(spec: dict[str, Any]) -> str:
+    return json.dumps(spec, sort_keys=True, default=str)
+
+
+# register the kinds
+from cclab.figures import sweep_figs, time_figs  # noqa: E402,F401
+
+__all__ = ["REGISTRY", "FigureError", "Target", "draw", "default_specs", "render", "render_all"]

@@ -1,0 +1,407 @@
+"""Sweep figures: metric vs one axis with IQR band, heatmaps, throughput vs loss, overlays."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+
+from cclab.figures import FigureError, Target, register
+from cclab.figures.axes import AxisValues, axis_values, coords, display, field_label
+from cclab.metrics import goodput_gain
+from cclab.plot import color_for
+
+# ---------------------------------------------------------------- labels
+
+_PERCENT = ("utilization", "link_utilization", "share", "loss_rate", "retrans_rate")
+
+
+def metric_label(column: str) -> tuple[str, float]:
+    """Axis label (with unit) and the factor from the stored value to the shown one."""
+    owner, _, m = column.rpartition(".")
+    who = {"agg": ""}.get(owner, owner)
+    base = m
+    for q in ("_p25", "_p50", "_p75", "_iqr", "_mean", "_p95", "_p99"):
+        if m.endswith(q) and m[: -len(q)]:
+            base = m[: -len(q)]
+    stat = m[len(base) :].lstrip("_").replace("mean", "mean ").strip()
+    pretty = {
+        "goodput_bps": ("goodput", "Mbps", 1e-6),
+        "utilization": ("utilization", "%", 100.0),
+        "link_utilization": ("link utilization", "%", 100.0),
+        "share": ("share of goodput", "%", 100.0),
+        "loss_rate": ("loss rate at the bottleneck", "%", 100.0),
+        "retrans_rate": ("retransmission rate", "%", 100.0),
+        "retrans_segs": ("retransmitted segments", "", 1.0),
+        "queue_delay_ms": ("queueing delay", "ms", 1.0),
+        "rtt_ms": ("RTT", "ms", 1.0),
+        "queue_bytes": ("queue", "KB", 1e-3),
+        "cwnd_bytes": ("cwnd", "KB", 1e-3),
+        "jain": ("Jain's fairness index", "", 1.0),
+        "drops_total": ("drops", "packets", 1.0),
+    }
+    name, unit, scale = pretty.get(base, (base.replace("_", " "), "", 1.0))
+    text = " ".join(s for s in (who, name, stat) if s)
+    return (f"{text} ({unit})" if unit else text), scale
+
+
+def _columns(df: pd.DataFrame, pattern: str) -> list[str]:
+    if pattern in df.columns:
+        return [pattern]
+    cols = [c for c in df.columns if fnmatch.fnmatchcase(c, pattern)]
+    if not pattern.startswith("flow"):
+        cols = [c for c in cols if not c.startswith("flow")]
+    if not cols:
+        raise FigureError(f"no results column matches {pattern!r}")
+    return cols
+
+
+def _axis(target: Target, name: str | None, role: str) -> AxisValues:
+    if name is None:
+        raise FigureError(f"say which axis is {role}")
+    if name not in target.axes:
+        raise FigureError(f"{name!r} is not an axis of this sweep (axes: {', '.join(target.axes) or 'none'})")
+    return axis_values(name, target.results[name].tolist())
+
+
+def _groups(df: pd.DataFrame, axes: list[str]):
+    """(label, sub-frame) per combination of `axes`' values, in axis order."""
+    if not axes:
+        yield "", df
+        return
+    keys = df[axes].map(display).astype(str).agg(", ".join, axis=1) if len(axes) > 1 else df[axes[0]].map(display)
+    for key in dict.fromkeys(keys):
+        sub = df[keys == key]
+        label = ", ".join(_param_label(a, sub[a].iloc[0]) for a in axes)
+        yield label, sub
+
+
+def _param_label(axis: str, value: Any) -> str:
+    """`rate=40Mbps`; an algorithm axis is labelled by the algorithm alone."""
+    if axis.endswith(".cca") or axis == "cca":
+        return display(value)
+    return f"{field_label(axis)}={display(value)}"
+
+
+def _cca_axis(target: Target) -> str | None:
+    return next((a for a in target.axes if a.endswith(".cca")), None)
+
+
+def _style(i: int, cca: str | None, n: int) -> dict[str, Any]:
+    """Colour by algorithm (the palette) when there is one, else by position; style by position."""
+    import matplotlib
+
+    if cca is not None:
+        return {"color": color_for(cca), "linestyle": ["-", "--", ":", "-."][i % 4]}
+    cmap = matplotlib.colormaps["viridis"]
+    return {"color": cmap(0.9 * i / max(1, n - 1)), "linestyle": "-"}
+
+
+def _new_figure(panels: int = 1, width: float = 6.4, height: float = 4.2, sharey: bool = True):
+    ncols = min(panels, 3)
+    nrows = math.ceil(panels / ncols)
+    fig = Figure(figsize=(width * ncols * 0.8 if panels > 1 else width, height * nrows * (0.9 if nrows > 1 else 1)), layout="constrained")
+    axs = fig.subplots(nrows, ncols, sharey=sharey, squeeze=False).ravel()
+    for ax in axs[panels:]:
+        ax.set_visible(False)
+    return fig, axs[:panels]
+
+
+# ---------------------------------------------------------------- line with IQR band
+
+
+def _band_columns(df: pd.DataFrame, col: str) -> tuple[str, str, str] | None:
+    names = (f"{col}_p25", f"{col}_p50", f"{col}_p75")
+    return names if all(n in df.columns for n in names) else None
+
+
+@register("line", "sweep", "a metric against one axis with the interquartile band over trials or samples")
+def line(
+    target: Target,
+    y: str = "agg.utilization",
+    x: str | None = None,
+    hue: str | list[str] | None = None,
+    facet: str | None = None,
+    band: str = "auto",
+    logx: bool = False,
+    logy: bool = False,
+    title: str | None = None,
+) -> Figure:
+    df = target.results
+    xa = _axis(target, x or _first_numeric_axis(target), "x")
+    ycols = _columns(df, y)
+    facet_axes = [facet] if facet else []
+    hue_axes = ([hue] if isinstance(hue, str) else list(hue)) if hue is not None else [
+        a for a in target.axes if a not in (xa.name, *facet_axes)
+    ]
+    for a in (*hue_axes, *facet_axes):
+        _axis(target, a, "hue/facet")
+    facets = list(_groups(df, facet_axes))
+    fig, axs = _new_figure(len(facets))
+    ylabel, scale = metric_label(ycols[0])
+    if len(ycols) > 1:  # e.g. "*.share": one line per algorithm
+        ylabel = metric_label(ycols[0])[0].split(" ", 1)[-1] if "." in ycols[0] else ylabel
+    used_band = set()
+    for ax, (flabel, fdf) in zip(axs, facets):
+        groups = list(_groups(fdf, hue_axes))
+        n = len(groups) * len(ycols)
+        for i, (glabel, gdf) in enumerate(groups):
+            for col in ycols:
+                owner = col.rpartition(".")[0]
+                cca = owner if len(ycols) > 1 and owner not in ("agg", "") else None
+                if cca is None and len(hue_axes) == 1 and hue_axes[0].endswith(".cca"):
+                    cca = str(gdf[hue_axes[0]].iloc[0])
+                label = ", ".join(s for s in (owner if len(ycols) > 1 else "", glabel) if s) or None
+                kind = _draw_band_line(ax, xa, gdf, col, scale, band, label, _style(i, cca, len(groups)))
+                used_band.add(kind)
+        ax.set_xlabel(xa.label)
+        if flabel:
+            ax.set_title(flabel, fontsize="medium")
+        _finish_x(ax, xa, logx)
+        if logy:
+            ax.set_yscale("log")
+        ax.grid(True, alpha=0.3)
+        if n > 1:
+            ax.legend(fontsize="small")
+    axs[0].set_ylabel(ylabel)
+    note = {"samples": "band: 25th–75th percentile over samples", "trials": "band: interquartile range over trials"}
+    sub = "; ".join(note[k] for k in sorted(used_band) if k in note)
+    fig.suptitle(title or f"{ylabel} vs {xa.label}" + (f"\n{sub}" if sub else ""), fontsize="medium")
+    return fig
+
+
+def _draw_band_line(ax, xa: AxisValues, df: pd.DataFrame, col: str, scale: float, band: str, label, style) -> str:
+    bands = _band_columns(df, col)
+    mode = band if band != "auto" else ("samples" if bands else "trials")
+    rows = []
+    for key, g in df.groupby(df[xa.name].map(display), sort=False):
+        vals = pd.to_numeric(g[col], errors="coerce").dropna()
+        if vals.empty:
+            continue
+        xv = coords(xa, [g[xa.name].iloc[0]])[0]
+        if mode == "samples" and bands:
+            lo, mid, hi = (pd.to_numeric(g[b], errors="coerce").mean() for b in bands)
+            mid = vals.mean()
+        elif mode == "none":
+            lo = hi = math.nan
+            mid = vals.median()
+        else:
+            lo, mid, hi = np.percentile(vals, [25, 50, 75]) if len(vals) > 1 else (math.nan, vals.iloc[0], math.nan)
+        rows.append((xv, lo * scale, mid * scale, hi * scale))
+    if not rows:
+        return "none"
+    rows.sort()
+    xs, lo, mid, hi = map(np.asarray, zip(*rows))
+    ax.plot(xs, mid, marker="o", markersize=3.5, label=label, **style)
+    if not np.all(np.isnan(lo)):
+        ax.fill_between(xs, lo, hi, color=style["color"], alpha=0.2, linewidth=0)
+        return mode
+    return "none"
+
+
+def _finish_x(ax, xa: AxisValues, logx: bool) -> None:
+    if xa.numeric is None:
+        ax.set_xticks(range(len(xa.labels)), xa.labels, rotation=30 if max(map(len, xa.labels)) > 6 else 0)
+    elif logx or xa.log:
+        ax.set_xscale("log")
+
+
+def _first_numeric_axis(target: Target) -> str:
+    for a in target.axes:
+        av = axis_values(a, target.results[a].tolist())
+        if av.numeric is not None and len(av.labels) > 1:
+            return a
+    if target.axes:
+        return target.axes[0]
+    raise FigureError("this sweep has no axes to plot against")
+
+
+# ---------------------------------------------------------------- heatmap
+
+
+@register("heatmap", "sweep", "a metric over two axes (goodput gain of A over B on a diverging scale)")
+def heatmap(
+    target: Target,
+    x: str | None = None,
+    y: str | None = None,
+    metric: str = "agg.goodput_bps",
+    gain: dict[str, Any] | None = None,
+    facet: str | list[str] | None = None,
+    annotate: bool = True,
+    title: str | None = None,
+) -> Figure:
+    df = target.results
+    if x is None or y is None:
+        cand = [a for a in target.axes if a != (gain or {}).get("over")]
+        if len(cand) < 2:
+            raise FigureError("a heatmap needs two axes")
+        x, y = x or cand[0], y or cand[1]
+    xa, ya = _axis(target, x, "x"), _axis(target, y, "y")
+    (col,) = _columns(df, metric)[:1]
+    over = None
+    if gain:
+        over = gain.get("over") or _cca_axis(target)
+        if over is None or "a" not in gain or "b" not in gain:
+            raise FigureError("gain needs {over = AXIS, a = VALUE, b = VALUE}")
+        _axis(target, over, "gain.over")
+    used = {x, y, over}
+    facet_axes = ([facet] if isinstance(facet, str) else list(facet)) if facet is not None else [
+        a for a in target.axes if a not in used
+    ]
+    facets = list(_groups(df, facet_axes))
+    fig, axs = _new_figure(len(facets), width=5.6, height=4.6, sharey=False)
+    label, scale = metric_label(col)
+    grids = []
+    for _, fdf in facets:
+        if gain:
+            ga = _cell_means(fdf[fdf[over].map(display) == display(gain["a"])], xa, ya, col)
+            gb = _cell_means(fdf[fdf[over].map(display) == display(gain["b"])], xa, ya, col)
+            grids.append(np.vectorize(goodput_gain)(ga, gb))
+        else:
+            grids.append(_cell_means(fdf, xa, ya, col) * scale)
+    finite = np.concatenate([g[np.isfinite(g)] for g in grids]) if grids else np.array([])
+    if gain:
+        lim = float(np.max(np.abs(finite))) if finite.size else 1.0
+        lim = lim or 1.0
+        norm, cmap = TwoSlopeNorm(vmin=-lim, vcenter=0.0, vmax=lim), "RdBu_r"
+        clabel = f"goodput gain of {gain['a']} over {gain['b']} (%)"
+    else:
+        norm, cmap = None, "viridis"
+        clabel = label
+    vmin = float(finite.min()) if finite.size and not gain else None
+    vmax = float(finite.max()) if finite.size and not gain else None
+    for ax, (flabel, _), grid in zip(axs, facets, grids):
+        im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, norm=norm,
+                       **({} if gain else {"vmin": vmin, "vmax": vmax}))
+        ax.set_xticks(range(len(xa.labels)), xa.labels, rotation=45 if len(xa.labels) > 4 else 0, fontsize="small")
+        ax.set_yticks(range(len(ya.labels)), ya.labels, fontsize="small")
+        ax.set_xlabel(xa.label.split(" (")[0])
+        ax.set_ylabel(ya.label.split(" (")[0])
+        if flabel:
+            ax.set_title(flabel, fontsize="medium")
+        if annotate and grid.size <= 100:
+            for (r, c), v in np.ndenumerate(grid):
+                if np.isfinite(v):
+                    ax.text(c, r, f"{v:.0f}" if abs(v) >= 10 else f"{v:.2g}", ha="center", va="center", fontsize=6.5,
+                            color="black" if gain or (vmax is None or v > (vmin + vmax) / 2) else "white")
+    fig.colorbar(im, ax=list(axs), label=clabel, shrink=0.9)
+    fig.suptitle(title or clabel, fontsize="medium")
+    return fig
+
+
+def _cell_means(df: pd.DataFrame, xa: AxisValues, ya: AxisValues, col: str) -> np.ndarray:
+    grid = np.full((len(ya.labels), len(xa.labels)), np.nan)
+    xi = {lab: i for i, lab in enumerate(xa.labels)}
+    yi = {lab: i for i, lab in enumerate(ya.labels)}
+    for (yk, xk), g in df.groupby([df[ya.name].map(display), df[xa.name].map(display)], sort=False):
+        v = pd.to_numeric(g[col], errors="coerce").mean()
+        grid[yi[yk], xi[xk]] = v
+    return grid
+
+
+# ---------------------------------------------------------------- throughput vs loss
+
+
+@register("loss", "sweep", "throughput against random loss rate on a log x axis (BBR paper)")
+def loss(
+    target: Target,
+    x: str = "link.loss",
+    y: str = "agg.goodput_bps",
+    hue: str | None = None,
+    facet: str | None = None,
+    ideal: bool = True,
+    title: str | None = None,
+) -> Figure:
+    df = target.results
+    xa = _axis(target, x, "x (the loss axis)")
+    hue = hue or _cca_axis(target)
+    if xa.numeric is None:
+        raise FigureError(f"{x} values are not loss rates")
+    fig = line(target, y=y, x=x, hue=[hue] if hue else [], facet=facet, band="trials", logx=True,
+               title=title or f"{metric_label(y)[0]} vs random loss")
+    if ideal and {"agg.goodput_bps", "agg.utilization"} <= set(df.columns):
+        cap = (pd.to_numeric(df["agg.goodput_bps"]) / pd.to_numeric(df["agg.utilization"])).replace([np.inf], np.nan)
+        capacity = float(cap.median()) * metric_label(y)[1] if y.endswith("goodput_bps") else math.nan
+        if math.isfinite(capacity):
+            xs = np.array(sorted(v for v in xa.numeric if v > 0))
+            for ax in fig.axes:
+                if ax.get_label() == "<colorbar>" or not ax.get_visible():
+                    continue
+                ax.plot(xs, capacity * (1 - xs / 100), color="0.5", linestyle=":", label="capacity × (1 − p)")
+                ax.legend(fontsize="small")
+    return fig
+
+
+# ---------------------------------------------------------------- time-series overlay
+
+
+@register("series", "sweep", "one time-series column of each point's run (trial 0), overlaid")
+def series(target: Target, column: str = "queue_bytes", table: str = "link", trial: int = 0,
+           title: str | None = None) -> Figure:
+    import pyarrow.parquet as pq
+
+    runs = target.runs(trial)
+    if len(runs) > 12:
+        raise FigureError(f"{len(runs)} runs are too many to overlay (at most 12); choose a sub-sweep")
+    fig, (ax,) = _new_figure(1, width=7.5, height=3.8)
+    label, scale = metric_label(column)
+    cca_axis = _cca_axis(target)
+    for i, (params, run_dir) in enumerate(runs):
+        t = pq.read_table(run_dir / f"{table}.parquet").to_pandas()
+        if column not in t.columns:
+            raise FigureError(f"{table}.parquet has no column {column!r}")
+        if table == "flows":
+            s = t.groupby("time_s")[column].sum()
+            xs, ys = s.index.to_numpy(), s.to_numpy()
+        else:
+            xs, ys = t["time_s"].to_numpy(), t[column].to_numpy()
+        lab = ", ".join(_param_label(k, v) for k, v in params.items()) or None
+        cca = str(params[cca_axis]) if cca_axis else None
+        ax.plot(xs, ys * scale, linewidth=1.0, label=lab, **_style(i, cca, len(runs)))
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel(label)
+    ax.grid(True, alpha=0.3)
+    if len(runs) > 1:
+        ax.legend(fontsize="small")
+    fig.suptitle(title or f"{label} over time", fontsize="medium")
+    return fig
+
+
+# ---------------------------------------------------------------- defaults
+
+
+def auto_specs(target: Target) -> list[dict[str, Any]]:
+    """Figures for a sweep that lists none, chosen from its axes."""
+    df = target.results
+    axes = [a for a in target.axes if df[a].map(display).nunique() > 1]
+    specs: list[dict[str, Any]] = []
+    algs = sorted({c.rpartition(".")[0] for c in df.columns if c.endswith(".share") and not c.startswith("flow")})
+    cca_axis = _cca_axis(target)
+    for a in axes:
+        if a.endswith(".cca"):
+            continue
+        if a.endswith("loss"):
+            specs.append({"kind": "loss", "x": a})
+            continue
+        specs.append({"kind": "line", "x": a, "y": "agg.utilization"})
+        specs.append({"kind": "line", "x": a, "y": "agg.loss_rate"})
+        if len(algs) > 1:
+            specs.append({"kind": "line", "x": a, "y": "*.share"})
+    numeric = [a for a in axes if not a.endswith(".cca")]
+    if len(numeric) >= 2:
+        if cca_axis and df[cca_axis].nunique() == 2:
+            a, b = list(dict.fromkeys(df[cca_axis].map(display)))
+            specs.append({"kind": "heatmap", "x": numeric[1], "y": numeric[0],
+                          "gain": {"over": cca_axis, "a": a, "b": b}})
+        else:
+            specs.append({"kind": "heatmap", "x": numeric[1], "y": numeric[0], "metric": "agg.goodput_bps"})
+    if len(target.runs()) <= 12:
+        specs.append({"kind": "jain"})
+    if not specs or len(df) <= 4:
+        specs.append({"kind": "timeseries"})
+    return specs

@@ -1,0 +1,147 @@
+"""Figures over time: Jain's index, throughput-cycle period, the stacked run figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from cclab.figures import FigureError, Target, register
+from cclab.metrics import in_window, jain_series, share_series
+from cclab.plot import color_for
+
+from cclab.figures.sweep_figs import _param_label  # noqa: E402
+
+
+def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -> tuple[float, float, np.ndarray]:
+    """Dominant period of a regularly sampled series, from its autocorrelation.
+
+    The series is detrended (mean removed); its autocorrelation r(k) is
+    computed by FFT (zero-padded, so not circular), each lag averaged over
+    its n − k pairs (unbiased, so peaks do not drift to shorter lags) and
+    normalised to r(0)=1.
+    The period is the lag of the peak of the first positive lobe of r after r
+    first drops below zero (a cycle passes through anti-correlation before it
+    repeats; later lobes are its multiples), among lags up to half the series
+    and not shorter than `min_period`. Returns (period in seconds, r at that lag —
+    the cycle's strength, 1 for a perfect cycle — and r itself); the period
+    is NaN when r has no such lobe (no cycle, or cycles longer than half the series).
+    """
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 8:
+        return math.nan, math.nan, np.array([])
+    x = x - x.mean()
+    if not np.any(x):
+        return math.nan, math.nan, np.zeros(n // 2)
+    f = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(f * np.conj(f))[: n // 2]
+    acf = acf / (n - np.arange(acf.size))  # unbiased: each lag's mean over its n − k pairs
+    acf = acf / acf[0]
+    # positive lobes of r after its first negative stretch (and after min_period)
+    pos = acf > 0
+    first_neg = np.flatnonzero(~pos)
+    if first_neg.size == 0:
+        return math.nan, math.nan, acf
+    i = max(int(first_neg[0]), int(math.ceil((min_period or 0) / dt)))
+    while i < acf.size:
+        ups = np.flatnonzero(pos[i:])
+        if ups.size == 0:
+            break
+        u = i + int(ups[0])
+        downs = np.flatnonzero(~pos[u:])
+        d = u + int(downs[0]) if downs.size else acf.size
+        k = u + int(np.argmax(acf[u:d]))
+        if d - u >= 3 and k < acf.size - 1:  # a real lobe (not noise at a crossing) with its peak inside
+            return k * dt, float(acf[k]), acf
+        i = d
+    return math.nan, math.nan, acf
+
+
+def _smooth(s: pd.Series, window_s: float | None) -> pd.Series:
+    if not window_s or len(s) < 3:
+        return s
+    dt = float(np.median(np.diff(s.index.to_numpy())))
+    n = max(1, int(round(window_s / dt)))
+    return s.rolling(n, min_periods=1, center=True).mean() if n > 1 else s
+
+
+@register("jain", "both", "Jain's fairness index over time (of each point's run for a sweep)")
+def jain(target: Target, smooth_s: float | None = 1.0, trial: int = 0, title: str | None = None) -> Figure:
+    runs = target.runs(trial)
+    if len(runs) > 12:
+        raise FigureError(f"{len(runs)} runs are too many to overlay (at most 12)")
+    import matplotlib
+
+    from cclab.record import read_run
+
+    fig = Figure(figsize=(7.5, 3.6), layout="constrained")
+    ax = fig.subplots()
+    cmap = matplotlib.colormaps["viridis"]
+    for i, (params, run_dir) in enumerate(runs):
+        run = read_run(run_dir)
+        s = _smooth(jain_series(run.flows), smooth_s)
+        lab = ", ".join(_param_label(k, v) for k, v in params.items()) or run.name
+        color = cmap(0.9 * i / max(1, len(runs) - 1)) if len(runs) > 1 else "k"
+        ax.plot(s.index, s.to_numpy(), color=color, linewidth=1.1, label=lab)
+        n_active = run.flows.loc[run.flows["active"].astype(bool)].groupby("time_s")["flow_id"].nunique()
+        if len(runs) == 1 and len(n_active):
+            ax.plot(n_active.index, 1.0 / n_active.to_numpy(), color="0.6", linestyle=":", linewidth=1,
+                    label="1/n (one flow takes all)")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("Jain's fairness index")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small", loc="lower right")
+    sm = f" ({smooth_s:g} s moving mean)" if smooth_s else ""
+    fig.suptitle(title or f"Jain's fairness index over the active flows' goodput{sm}", fontsize="medium")
+    return fig
+
+
+@register("period", "run", "per-algorithm share over time, its autocorrelation and the dominant cycle period")
+def period(target: Target, point: int | None = None, algorithm: str | None = None, min_period_s: float = 1.0,
+           title: str | None = None) -> Figure:
+    run = target.run(point)
+    flows = run.flows.loc[in_window(run.flows["time_s"], run.ir)]
+    shares = share_series(flows)
+    if shares.shape[1] < 2:
+        raise FigureError(f"{run.name}: the period of shares needs two algorithms in the run")
+    alg = algorithm or str(shares.columns[0])
+    if alg not in shares:
+        raise FigureError(f"{run.name}: no algorithm {alg!r} in this run ({', '.join(map(str, shares.columns))})")
+    dt = run.ir["sample_interval_ns"] / 1e9
+    p, strength, acf = dominant_period(shares[alg].to_numpy(), dt, min_period_s)
+    fig = Figure(figsize=(7.5, 5.2), layout="constrained")
+    top, bottom = fig.subplots(2, 1)
+    for cca in shares.columns:
+        top.plot(shares.index, 100 * shares[cca].to_numpy(), color=color_for(str(cca)), linewidth=1, label=str(cca))
+    top.set_xlabel("time (s)")
+    top.set_ylabel("share of goodput (%)")
+    top.set_ylim(0, 100)
+    top.grid(True, alpha=0.3)
+    top.legend(fontsize="small", loc="upper right")
+    lags = np.arange(acf.size) * dt
+    bottom.plot(lags, acf, color=color_for(alg), linewidth=1.1)
+    bottom.axhline(0, color="0.5", linewidth=0.8)
+    text = "no dominant period"
+    if math.isfinite(p):
+        bottom.axvline(p, color="k", linestyle="--", linewidth=1)
+        bottom.annotate(f"{p:.1f} s", (p, strength), textcoords="offset points", xytext=(5, 5))
+        text = f"dominant period {p:.1f} s (autocorrelation {strength:.2f})"
+    bottom.set_xlabel("lag (s)")
+    bottom.set_ylabel(f"autocorrelation of {alg} share")
+    bottom.grid(True, alpha=0.3)
+    fig.suptitle(title or f"{run.name}: {alg} share — {text}", fontsize="medium")
+    fig.cclab_period_s = p  # for callers (report, tests)
+    return fig
+
+
+@register("timeseries", "run", "stacked per-run time series (goodput, RTT, cwnd, queue, drops, BBR states)")
+def timeseries(target: Target, point: int | None = None, **kwargs) -> Figure:
+    from cclab.plot import figure_timeseries
+
+    run = target.run(point)
+    return figure_timeseries(run.flows, run.link, run.ir, **kwargs)

@@ -1,0 +1,599 @@
+"""The ``kernel`` backend: ``check(ir)`` and ``run(ir) -> raw engine output``.
+
+A run (docs/kernel.md):
+
+1. :func:`check` — everything that can be refused is refused here, before
+   any namespace exists (algorithm missing from the kernel, rate beyond
+   the emulator, trace file missing, too many flows, features the kernel
+   backend lacks).
+2. Two namespaces ``cclab-<pid>-<hex>-snd`` / ``-rcv`` with sysctls set
+   inside (socket buffer max ≥ 4 BDP and ≥ 64 MB, tcp_no_metrics_save).
+3. ``cclab-link emulate`` creates a TUN device in each and forwards between
+   them (rate/trace, queue, loss, per-flow delays); the devices get their
+   addresses; ``cclab-link recv`` listens in the receiver namespace;
+   ``cclab-link send`` connects every flow (``TCP_CONGESTION`` per socket)
+   and starts each at t0 + start.
+4. A sampler thread reads every sender socket through sock_diag at
+   t0 + k·interval; the receiver samples goodput; the emulator samples the
+   queue. At t0 + duration everything is stopped and the namespaces are
+   removed — in a ``finally``, so also on errors and Ctrl-C; after a
+   ``kill -9`` the children die with their parent (PR_SET_PDEATHSIG) and
+   ``cclab doctor --clean`` (or the next kernel run) removes the namespaces.
+5. The raw output (docs/record.md) plus ``meta`` (provenance and the
+   self-check: ``valid`` / ``invalid_reasons``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cclab.errors import ScenarioError
+from cclab.kernel import machine
+from cclab.kernel.diag import DiagSocket, TcpSample
+from cclab.kernel.netns import RunNamespaces, clean, in_netns, sender_addr
+
+__all__ = ["KernelBackend", "check", "get_backend", "run", "STATE_NAMES"]
+
+NAME = "kernel"
+
+#: Linux's tcp_ca_state (include/net/tcp.h enum tcp_ca_state), for algorithms
+#: that export no state of their own.
+CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
+#: BBR v1's modes (tcp_bbr.c enum bbr_mode). The kernel does not export the
+#: mode; it is inferred from the gains it does export (see _bbr_mode).
+BBR_MODES = ["startup", "drain", "probe_bw", "probe_rtt"]
+STATE_NAMES = {"bbr": BBR_MODES}
+
+#: Self-check thresholds (DESIGN.md "The kernel backend").
+LATENESS_P99_LIMIT_NS = 1_000_000
+CAPACITY_TOLERANCE = 0.02
+CPU_SATURATED = 0.97
+#: Time between the end of setup and t0 is at least this.
+SETUP_MARGIN_NS = 300_000_000
+MIN_SAMPLE_INTERVAL_NS = 1_000_000
+#: The emulator runs SCHED_FIFO at this priority (0 = normal class); see docs/kernel.md.
+EMULATOR_RT_PRIO = int(os.environ.get("CCLAB_LINK_RT_PRIO", "10"))
+#: Deadlines closer than this are busy-polled instead of slept for.
+EMULATOR_SPIN_NS = int(os.environ.get("CCLAB_LINK_SPIN_NS", "0"))
+
+
+# ---------------------------------------------------------------------------
+# check
+
+
+def _group(flow: Mapping[str, Any]) -> int:
+    return int(flow.get("group", flow.get("id", 0)))
+
+
+def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
+    """Refuse, with one clear line, what the kernel backend cannot run — before anything is created.
+
+    ``enforce_rate_limit=False`` is for the benchmark, which probes beyond
+    the rates the emulator is known to sustain.
+    """
+    available = machine.available_ccas()
+    for f in ir["flows"]:
+        cca = str(f["cca"])
+        if cca not in available:
+            raise ScenarioError(
+                f"flows[{_group(f)}].cca", cca, f"'{cca}' is not available in this kernel",
+                f"tcp_available_congestion_control lists: {', '.join(available) or '(nothing)'}"
+                " (load a module or register a BPF struct_ops algorithm, or use --backend sim)",
+            )  # fmt: skip
+        if f.get("cca_params"):
+            raise ScenarioError(f"flows[{_group(f)}].cca_params", f["cca_params"], "algorithm parameters cannot be set on the kernel backend", "remove them or use --backend sim")
+        if f.get("rwnd_bytes") is not None:
+            raise ScenarioError(f"flows[{_group(f)}].rwnd", f["rwnd_bytes"], "a receive-window limit is not supported by the kernel backend yet", "remove it or use --backend sim")
+    n = len(ir["flows"])
+    if n > machine.MAX_FLOWS:
+        raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")
+    link = ir["link"]
+    packet = int(ir["mss"]) + int(ir["header_bytes"])
+    if packet > 65535 or packet < 576:
+        raise ScenarioError("mss", ir["mss"], f"packets of {packet} bytes cannot be emulated", "mss + headers must be between 576 and 65535 bytes")
+    limit = machine.max_rate_bps(packet)
+    cap = link["capacity"]
+    rates = []
+    if cap["kind"] == "constant":
+        rates.append(("link.rate", int(cap["rate_bps"])))
+    else:
+        path = cap.get("path")
+        if path and not os.path.exists(path):
+            raise ScenarioError("link.trace", path, "trace file does not exist", "give the path of a Mahimahi trace file")
+        period = int(cap["period_ns"])
+        mean = len(cap["opportunities_ns"]) * int(cap["bytes_per_opportunity"]) * 8 * 1e9 / period if period else 0
+        rates.append(("link.trace", int(mean)))
+    for i, ch in enumerate(link.get("schedule") or []):
+        if ch.get("rate_bps") is not None:
+            rates.append((f"link.schedule[{i}].rate", int(ch["rate_bps"])))
+    for field, rate in rates:
+        if rate > limit and enforce_rate_limit:
+            raise ScenarioError(
+                field, f"{rate / 1e6:g}Mbps", f"{rate / 1e6:g} Mbit/s is beyond what the kernel backend's emulator sustains",
+                f"at most {limit / 1e6:g} Mbit/s with {packet}-byte packets on this machine (a larger mss raises it), or use --backend sim",
+            )  # fmt: skip
+    if str(link.get("aqm", "droptail")) != "droptail":
+        raise ScenarioError("link.aqm", link.get("aqm"), "the kernel backend's emulator has no AQM yet", 'use aqm = "droptail" or --backend sim')
+    if int(ir["sample_interval_ns"]) < MIN_SAMPLE_INTERVAL_NS:
+        raise ScenarioError("sample_interval", f"{int(ir['sample_interval_ns']) / 1e6:g}ms", "too short for the kernel backend's samplers", "at least 1ms")
+    if not machine.is_root():
+        raise ScenarioError("backend", "kernel", "the kernel backend needs root (network namespaces and TUN devices)", "run as root, or use --backend sim")
+    if not machine.tun_available():
+        raise ScenarioError("backend", "kernel", "/dev/net/tun is not available", "load the tun module, or use --backend sim")
+    if machine.link_binary() is None:
+        raise ScenarioError("backend", "kernel", "the cclab-link emulator binary was not found", machine.build_hint())
+
+
+# ---------------------------------------------------------------------------
+# sampling
+
+
+class _Sampler(threading.Thread):
+    """Reads every sender socket via sock_diag at t0 + k·interval."""
+
+    def __init__(self, ns: str, t0: int, interval: int, n_samples: int, n_flows: int):
+        super().__init__(name="cclab-diag", daemon=True)
+        self.diag = in_netns(ns, DiagSocket)  # the socket belongs to the sender namespace
+        self.t0, self.interval, self.n_samples, self.n_flows = t0, interval, n_samples, n_flows
+        self.rows: list[tuple[int, int, float, dict[int, TcpSample]]] = []  # (k, actual_ns, cost_ns, by flow)
+        self.stop_flag = threading.Event()
+        self.error: BaseException | None = None
+        self.addr_to_flow = {sender_addr(i): i for i in range(n_flows)}
+
+    def run(self) -> None:
+        try:
+            for k in range(1, self.n_samples + 1):
+                target = self.t0 + k * self.interval
+                while True:
+                    now = time.monotonic_ns()
+                    if now >= target or self.stop_flag.is_set():
+                        break
+                    time.sleep(min((target - now) / 1e9, 0.05))
+                if self.stop_flag.is_set():
+                    return
+                start = time.monotonic_ns() - self.t0
+                by_flow = {}
+                for s in self.diag.tcp_sockets():
+                    fid = self.addr_to_flow.get(s.src)
+                    if fid is not None and s.dport == 5201:
+                        by_flow[fid] = s
+                self.rows.append((k, start, time.monotonic_ns() - self.t0 - start, by_flow))
+        except BaseException as exc:  # reported by the run
+            self.error = exc
+        finally:
+            self.diag.close()
+
+
+def _bbr_mode(bbr: Mapping[str, float]) -> int:
+    """BBR v1's mode from its exported gains (tcp_bbr.c bbr_update_gains):
+    STARTUP paces at bbr_high_gain (2/ln2 ≈ 2.89), DRAIN at its inverse
+    (≈ 0.35), PROBE_RTT uses cwnd_gain 1, PROBE_BW cycles 1.25/0.75/1 with
+    cwnd_gain 2."""
+    pg, cg = bbr["pacing_gain"], bbr["cwnd_gain"]
+    if pg > 2.0:
+        return 0
+    if pg < 0.5:
+        return 1
+    if abs(cg - 1.0) < 1e-6 and abs(pg - 1.0) < 1e-6:
+        return 3
+    return 2
+
+
+def _cpu_times() -> tuple[int, int]:
+    with open("/proc/stat") as fh:
+        parts = [int(x) for x in fh.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    return sum(parts), idle
+
+
+def _read_csv(path: Path) -> dict[str, np.ndarray]:
+    with open(path) as fh:
+        header = fh.readline().strip().split(",")
+        data = np.loadtxt(fh, delimiter=",", dtype=np.int64, ndmin=2)
+    if data.size == 0:
+        return {h: np.zeros(0, dtype=np.int64) for h in header}
+    return {h: data[:, i] for i, h in enumerate(header)}
+
+
+def _wait_line(proc: subprocess.Popen, expect: str, timeout: float, what: str, errfile: Path) -> None:
+    assert proc.stdout is not None
+    box: dict[str, str] = {}
+
+    def reader() -> None:
+        box["line"] = proc.stdout.readline().decode(errors="replace").strip()  # type: ignore[union-attr]
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    t.join(timeout)
+    if box.get("line") != expect:
+        proc.poll()
+        err = errfile.read_text(errors="replace").strip() if errfile.exists() else ""
+        detail = err.splitlines()[-1] if err else f"no '{expect}' within {timeout:g}s"
+        raise RuntimeError(f"{what} failed to start: {detail}")
+
+
+def _spawn(args: list[str], workdir: Path, name: str, stdin: bool = False) -> subprocess.Popen:
+    errf = open(workdir / f"{name}.stderr", "wb")
+    try:
+        return subprocess.Popen(
+            args, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errf, close_fds=True
+        )
+    finally:
+        errf.close()
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + 3.0
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.01, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        if p.stdout:
+            p.stdout.close()
+        if p.stdin:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+
+
+class _Interrupted(KeyboardInterrupt):
+    pass
+
+
+def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, Any]:
+    """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``)."""
+    check(ir, enforce_rate_limit=enforce_rate_limit)
+    binary = machine.link_binary()
+    assert binary is not None
+    # Leftovers of runs that were killed (their owner process is gone) go first.
+    cleaned = clean()
+    n_flows = len(ir["flows"])
+    interval = int(ir["sample_interval_ns"])
+    duration = int(ir["duration_ns"])
+    n_samples = duration // interval
+    mtu = int(ir["mss"]) + int(ir["header_bytes"])
+    max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
+    rate_max = _max_rate(ir)
+    bdp = rate_max * max_rtt / 8e9
+    sockbuf = int(max(64 << 20, 4 * bdp + (int(ir["link"]["buffer"].get("bytes") or 0))))
+
+    ns = RunNamespaces()
+    workdir = Path(tempfile.mkdtemp(prefix=f"cclab-{ns.run_id}-"))
+    procs: list[subprocess.Popen] = []
+    sampler: _Sampler | None = None
+    old_term = None
+    if threading.current_thread() is threading.main_thread():
+        owner = os.getpid()
+
+        def _on_term(signum: int, frame: Any) -> None:
+            if os.getpid() != owner:  # a forked helper must never run our cleanup
+                os._exit(1)
+            raise _Interrupted()
+
+        old_term = signal.signal(signal.SIGTERM, _on_term)
+    try:
+        ir_path = workdir / "resolved.json"
+        ir_path.write_text(json.dumps(ir))
+        ns.create(sockbuf)
+        emu = _spawn([binary, "emulate", "--ir", str(ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
+                      "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO),
+                      "--spin-ns", str(EMULATOR_SPIN_NS)], workdir, "emulator", stdin=True)  # fmt: skip
+        procs.append(emu)
+        _wait_line(emu, "ready", 10.0, "cclab-link emulate", workdir / "emulator.stderr")
+        ns.configure_devices(n_flows, mtu)
+        setup_ns = SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
+        t0 = time.monotonic_ns() + setup_ns
+        assert emu.stdin is not None
+        emu.stdin.write(f"start {t0}\n".encode())
+        emu.stdin.flush()
+        rcv = _spawn([binary, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
+                      "--out", str(workdir / "goodput.csv")], workdir, "recv")  # fmt: skip
+        procs.append(rcv)
+        _wait_line(rcv, "listening", 10.0, "cclab-link recv", workdir / "recv.stderr")
+        snd = _spawn([binary, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], workdir, "send")
+        procs.append(snd)
+        _wait_line(snd, "connected", 10.0, "cclab-link send", workdir / "send.stderr")
+        sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
+        if time.monotonic_ns() >= t0:
+            raise RuntimeError("kernel run setup took longer than its margin; nothing was measured")
+        sampler.start()
+        cpu0 = _cpu_times()
+        end = t0 + n_samples * interval + 20_000_000
+        while time.monotonic_ns() < end:
+            for p, what in ((emu, "emulator"), (rcv, "receiver"), (snd, "sender")):
+                if p.poll() is not None:
+                    err = (workdir / f"{'emulator' if p is emu else ('recv' if p is rcv else 'send')}.stderr").read_text(errors="replace")
+                    raise RuntimeError(f"cclab-link {what} exited early ({p.returncode}): {err.strip()[-300:]}")
+            time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
+        cpu1 = _cpu_times()
+        sampler.join(timeout=5)
+        dev_stats = ns.device_stats()
+        sysctls = ns.sysctls()
+        _stop([snd, rcv, emu])
+        if sampler.error is not None:
+            raise RuntimeError(f"sock_diag sampler failed: {sampler.error}")
+        return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, cleaned)
+    finally:
+        if sampler is not None:
+            sampler.stop_flag.set()
+        _stop(procs)
+        ns.remove()
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+        if os.environ.get("CCLAB_KEEP_KERNEL_WORKDIR"):
+            print(f"cclab: kernel run files kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _max_rate(ir: Mapping[str, Any]) -> float:
+    cap = ir["link"]["capacity"]
+    if cap["kind"] == "constant":
+        r = float(cap["rate_bps"])
+    else:
+        r = len(cap["opportunities_ns"]) * int(cap["bytes_per_opportunity"]) * 8e9 / max(1, int(cap["period_ns"]))
+    for ch in ir["link"].get("schedule") or []:
+        if ch.get("rate_bps"):
+            r = max(r, float(ch["rate_bps"]))
+    return r
+
+
+# ---------------------------------------------------------------------------
+# raw output
+
+
+_FLOW_FLOAT_COLS = (
+    "cwnd_bytes", "inflight_bytes", "ssthresh_bytes", "srtt_ns", "rtt_ns", "min_rtt_ns", "pacing_rate_bps",
+    "retrans_segs", "lost_segs", "rto_count", "cc_state", "cc_w_max_bytes", "cc_bw_bps", "cc_min_rtt_ns",
+    "cc_pacing_gain", "cc_cwnd_gain", "cc_inflight_hi_bytes", "cc_inflight_lo_bytes", "cc_bw_hi_bps", "cc_bw_lo_bps",
+    "sent_bytes",
+)  # fmt: skip
+
+_INFINITE_SSTHRESH = 0x7FFFFFFF  # TCP_INFINITE_SSTHRESH (include/net/tcp.h)
+_UNPACED = 2**64 - 1  # ~0ULL: sk_pacing_rate unlimited
+
+
+def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
+    i = s.info
+    mss = float(i.get("snd_mss") or 0)
+    g = lambda k: float(i[k]) if i.get(k) is not None else math.nan  # noqa: E731
+    ssthresh = i.get("snd_ssthresh")
+    pacing = i.get("pacing_rate")
+    # Linux's tcp_packets_in_flight(): unacked − (sacked + lost) + retrans
+    inflight = g("unacked") - g("sacked") - g("lost") + g("retrans")
+    out = {
+        "cwnd_bytes": g("snd_cwnd") * mss,
+        "inflight_bytes": inflight * mss,
+        "ssthresh_bytes": math.nan if ssthresh is None or ssthresh >= _INFINITE_SSTHRESH else ssthresh * mss,
+        "srtt_ns": g("rtt") * 1000.0,
+        # The kernel exports no per-interval mean RTT: srtt stands in for it (docs/kernel.md).
+        "rtt_ns": g("rtt") * 1000.0,
+        "min_rtt_ns": g("min_rtt") * 1000.0,
+        "pacing_rate_bps": math.nan if pacing is None or pacing == _UNPACED else pacing * 8.0,
+        "retrans_segs": g("total_retrans"),
+        # No cumulative "marked lost" counter in tcp_info: retransmitted segments stand in (docs/kernel.md).
+        "lost_segs": g("total_retrans"),
+        "rto_count": g("total_rto"),
+        # wire bytes sent incl. retransmissions: payload + headers of every data segment
+        "sent_bytes": g("bytes_sent") + g("data_segs_out") * header,
+        "cc_state": float(i["ca_state"]) if i.get("ca_state") is not None else math.nan,
+    }
+    for k in ("cc_w_max_bytes", "cc_bw_bps", "cc_min_rtt_ns", "cc_pacing_gain", "cc_cwnd_gain",
+              "cc_inflight_hi_bytes", "cc_inflight_lo_bytes", "cc_bw_hi_bps", "cc_bw_lo_bps"):  # fmt: skip
+        out[k] = math.nan
+    if s.bbr is not None:
+        out["cc_bw_bps"] = s.bbr["bw_bytes_per_s"] * 8.0
+        out["cc_min_rtt_ns"] = s.bbr["min_rtt_us"] * 1000.0
+        out["cc_pacing_gain"] = s.bbr["pacing_gain"]
+        out["cc_cwnd_gain"] = s.bbr["cwnd_gain"]
+        out["cc_state"] = float(_bbr_mode(s.bbr))
+    return out
+
+
+def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
+              cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    interval = int(ir["sample_interval_ns"])
+    n_samples = int(ir["duration_ns"]) // interval
+    flows_ir = list(ir["flows"])
+    n_flows = len(flows_ir)
+    header = int(ir["header_bytes"])
+    times = np.arange(1, n_samples + 1, dtype=np.int64) * interval
+
+    link_csv = _read_csv(workdir / "link.csv")
+    lflows = _read_csv(workdir / "link_flows.csv")
+    goodput = _read_csv(workdir / "goodput.csv")
+    emu = json.loads((workdir / "emulator.json").read_text())
+
+    def grid(table: dict[str, np.ndarray], col: str) -> np.ndarray:
+        """(n_samples, n_flows) cumulative counter; missing samples carry the last value."""
+        out = np.full((n_samples, n_flows), np.nan)
+        if table["time_ns"].size:
+            k = table["time_ns"] // interval - 1
+            ok = (k >= 0) & (k < n_samples) & (table["flow_id"] < n_flows)
+            out[k[ok], table["flow_id"][ok]] = table[col][ok]
+        return _ffill(out)
+
+    delivered = grid(goodput, "delivered_bytes")
+    egress = grid(lflows, "egress_bytes")
+    state = {c: np.full((n_samples, n_flows), np.nan) for c in _FLOW_FLOAT_COLS}
+    ccas_seen: dict[int, str | None] = {}
+    sample_lag = []
+    for k, actual, _cost, by_flow in sampler.rows:
+        sample_lag.append(actual - (k * interval))
+        for fid, s in by_flow.items():
+            ccas_seen.setdefault(fid, s.cca)
+            for c, v in _flow_state(s, header).items():
+                state[c][k - 1, fid] = v
+    for c in ("sent_bytes", "retrans_segs", "lost_segs", "rto_count"):
+        state[c] = np.nan_to_num(_ffill(state[c]), nan=0.0)
+
+    active = np.zeros((n_samples, n_flows), dtype=bool)
+    for j, f in enumerate(flows_ir):
+        start, stop, size = int(f["start_ns"]), f.get("stop_ns"), f.get("bytes")
+        a = times > start
+        if stop is not None:
+            a &= times <= int(stop)
+        if size is not None:
+            done = np.nan_to_num(delivered[:, j]) >= int(size)
+            first_done = np.argmax(done) if done.any() else n_samples
+            a[first_done + 1 :] = False
+        active[:, j] = a
+
+    flat = lambda m: m.reshape(-1)  # noqa: E731  (rows ordered by time, then flow id)
+    flows_raw: dict[str, np.ndarray] = {
+        "time_ns": np.repeat(times, n_flows),
+        "flow_id": np.tile(np.arange(n_flows, dtype=np.int64), n_samples),
+        "active": flat(active),
+        "delivered_bytes": flat(np.nan_to_num(delivered)),
+        "egress_bytes": flat(np.nan_to_num(egress)),
+    }
+    for c in _FLOW_FLOAT_COLS:
+        flows_raw[c] = flat(state[c])
+
+    link_raw = _link_raw(link_csv, times)
+    counters = emu["counters"]
+    dropped = int(counters["drops_overflow"]) + int(counters["drops_random"])
+    raw_counters = {
+        "sent_packets": int(counters["data_in"]),
+        "delivered_packets": int(counters["data_out"]),
+        "dropped_packets": dropped,
+        "queued_packets": int(counters["queued_packets"]),
+        "in_flight_packets": int(counters["data_in"]) - int(counters["data_out"]) - dropped - int(counters["queued_packets"]),
+    }
+
+    state_names = {str(f["cca"]): (BBR_MODES if str(f["cca"]) == "bbr" else CA_STATES) for f in flows_ir}
+    reasons = _self_check(ir, emu, dev_stats, link_raw, cpu0, cpu1)
+    used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
+    busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])
+    cpu_frac = busy / max(1, cpu1[0] - cpu0[0])
+    lag = np.asarray(sample_lag, dtype=float)
+    meta = {
+        "valid": not reasons,
+        "invalid_reasons": reasons,
+        "kernel": {
+            "release": os.uname().release,
+            "tcp_available_congestion_control": machine.available_ccas(),
+            "tcp_allowed_congestion_control": machine.allowed_ccas(),
+            "ccas_used": sorted(set(c for c in used.values() if c)),
+            "flow_ccas": used,
+            "sysctls": sysctls,
+            "namespaces": [ns.snd, ns.rcv],
+            "mtu": int(ir["mss"]) + header,
+            "offloads": "TUN without IFF_VNET_HDR: no TSO/GSO/GRO reaches the emulator; every packet is at most the MTU",
+            "tun": dev_stats,
+            "cpu_busy_fraction": cpu_frac,
+            "traffic": "cclab-link send/recv (TCP_CONGESTION per socket; goodput = bytes read by the receiving application)",
+            "sampler": {
+                "method": "INET_DIAG sock_diag netlink (tcp_info + BBR info)",
+                "samples": len(sampler.rows),
+                "lag_ms_p50": float(np.percentile(lag, 50)) / 1e6 if lag.size else None,
+                "lag_ms_p99": float(np.percentile(lag, 99)) / 1e6 if lag.size else None,
+            },
+            "leftovers_cleaned": cleaned,
+        },
+        "emulator": {k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "counters", "cpu_ns", "wall_ns")},
+    }
+    return {
+        "engine_version": f"kernel {os.uname().release} + cclab-link {emu['version']}",
+        "flows": flows_raw,
+        "link": link_raw,
+        "state_names": state_names,
+        "counters": raw_counters,
+        "meta": meta,
+        "valid": meta["valid"],
+        "invalid_reasons": reasons,
+    }
+
+
+def _ffill(m: np.ndarray) -> np.ndarray:
+    out = m.copy()
+    for i in range(1, out.shape[0]):
+        row = np.isnan(out[i])
+        out[i, row] = out[i - 1, row]
+    return out
+
+
+def _link_raw(t: dict[str, np.ndarray], times: np.ndarray) -> dict[str, np.ndarray]:
+    n = times.size
+    cols = ("queue_bytes", "queue_packets", "sojourn_sum_ns", "departed_packets", "egress_bytes", "arrival_bytes",
+            "drops_overflow", "drops_random", "drops_aqm", "capacity_bps", "delay_ns", "lateness_max_ns")  # fmt: skip
+    out: dict[str, np.ndarray] = {"time_ns": times.copy()}
+    k = t["time_ns"] // max(1, int(times[0]) if n else 1) - 1 if t["time_ns"].size else np.zeros(0, dtype=np.int64)
+    for c in cols:
+        col = np.full(n, np.nan)
+        if t["time_ns"].size:
+            ok = (k >= 0) & (k < n)
+            col[k[ok]] = t[c][ok]
+        out[c] = _ffill(col[:, None])[:, 0]
+    return out
+
+
+def _self_check(ir: Mapping[str, Any], emu: Mapping[str, Any], dev: Mapping[str, Any], link: Mapping[str, np.ndarray],
+                cpu0: tuple[int, int], cpu1: tuple[int, int]) -> list[str]:  # fmt: skip
+    reasons = []
+    p99 = int(emu["lateness_ns"]["p99"])
+    if p99 > LATENESS_P99_LIMIT_NS:
+        reasons.append(f"emulator lateness p99 {p99 / 1e6:.2f} ms > {LATENESS_P99_LIMIT_NS / 1e6:g} ms (it fell behind)")
+    for side, s in dev.items():
+        d = int(s.get("tx_dropped", 0))
+        if d:
+            reasons.append(f"TUN device on the {side} side dropped {d} packets (the emulator did not read them in time)")
+    if int(emu["counters"].get("write_errors", 0)):
+        reasons.append(f"emulator failed to write {emu['counters']['write_errors']} packets into a TUN device")
+    # achieved vs configured capacity over intervals with a backlog at both ends
+    q = np.nan_to_num(np.asarray(link["queue_packets"], dtype=float))
+    eg = np.nan_to_num(np.asarray(link["egress_bytes"], dtype=float))
+    cap = np.nan_to_num(np.asarray(link["capacity_bps"], dtype=float))
+    t = np.asarray(link["time_ns"], dtype=float)
+    if t.size > 1:
+        busy = (q[1:] > 0) & (q[:-1] > 0) & (cap[1:] > 0)
+        if busy.sum() >= 10:
+            sent = float(np.sum(np.diff(eg)[busy])) * 8
+            configured = float(np.sum((cap[1:] * np.diff(t) / 1e9)[busy]))
+            if configured > 0 and abs(sent / configured - 1) > CAPACITY_TOLERANCE:
+                reasons.append(f"achieved capacity {sent / configured * 100:.1f} % of configured while the queue was non-empty (tolerance ±{CAPACITY_TOLERANCE * 100:g} %)")
+    total = cpu1[0] - cpu0[0]
+    if total > 0:
+        busy_frac = 1 - (cpu1[1] - cpu0[1]) / total
+        if busy_frac >= CPU_SATURATED:
+            reasons.append(f"machine CPU-saturated during the run ({busy_frac * 100:.0f} % busy)")
+    return reasons
+
+
+class KernelBackend:
+    """The backend object :func:`cclab.backends.get_backend` returns."""
+
+    name = NAME
+
+    def check(self, ir: Mapping[str, Any]) -> None:
+        check(ir)
+
+    def run(self, ir: Mapping[str, Any]) -> dict[str, Any]:
+        return run(ir)
+
+
+def get_backend() -> KernelBackend:
+    return KernelBackend()

@@ -1,0 +1,153 @@
+"""What this machine offers the kernel backend (``cclab doctor``), and where
+the ``cclab-link`` binary is."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "MAX_FLOWS",
+    "MAX_PPS",
+    "available_ccas",
+    "allowed_ccas",
+    "capabilities",
+    "is_root",
+    "link_binary",
+    "max_rate_bps",
+    "tun_available",
+]
+
+#: Flows per run (each has its own sender address and sender/receiver threads).
+MAX_FLOWS = 64
+
+#: Packets per second the emulator forwards in the data direction before it
+#: falls behind on this 2-vCPU machine: measured with ``python -m
+#: cclab.kernel.bench`` (crates/cclab-link/README.md). Rates above
+#: ``MAX_PPS × packet size`` are refused by ``check``.
+MAX_PPS = 120_000
+
+_REPO = Path(__file__).resolve().parents[3]
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return None
+
+
+def available_ccas() -> list[str]:
+    return (_read("/proc/sys/net/ipv4/tcp_available_congestion_control") or "").split()
+
+
+def allowed_ccas() -> list[str]:
+    return (_read("/proc/sys/net/ipv4/tcp_allowed_congestion_control") or "").split()
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def tun_available() -> bool:
+    return os.path.exists("/dev/net/tun") and os.access("/dev/net/tun", os.R_OK | os.W_OK)
+
+
+def max_rate_bps(packet_bytes: int) -> int:
+    return MAX_PPS * packet_bytes * 8
+
+
+def link_binary() -> str | None:
+    """The cclab-link executable: $CCLAB_LINK, the workspace's release build, or $PATH."""
+    env = os.environ.get("CCLAB_LINK")
+    candidates = [env] if env else []
+    target = os.environ.get("CARGO_TARGET_DIR")
+    if target:
+        candidates.append(os.path.join(target, "release", "cclab-link"))
+    candidates += [str(_REPO / "target" / "release" / "cclab-link"), "/tmp/target-link/release/cclab-link"]
+    for c in candidates:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return shutil.which("cclab-link")
+
+
+def build_hint() -> str:
+    return f"build it with: cargo build --release -p cclab-link (in {_REPO}), or set CCLAB_LINK=/path/to/cclab-link"
+
+
+def _qdisc_available(kind: str) -> bool:
+    """Whether the kernel accepts qdisc ``kind`` (tried on lo of a throw-away namespace)."""
+    from pyroute2 import IPRoute
+
+    from cclab.kernel.netns import RunNamespaces, in_netns
+
+    def probe() -> bool:
+        with IPRoute() as ipr:
+            idx = ipr.link_lookup(ifname="lo")[0]
+            ipr.link("set", index=idx, state="up")
+            kw: dict[str, Any] = {"delay": 1000} if kind == "netem" else {"rate": "10mbit", "burst": 10000, "latency": "10ms"}
+            try:
+                ipr.tc("add", kind, idx, "root", **kw)
+                return True
+            except Exception:
+                return False
+
+    ns = RunNamespaces()
+    try:
+        ns.create(4 << 20)
+        return bool(in_netns(ns.snd, probe))
+    except Exception:
+        return False
+    finally:
+        ns.remove()
+
+
+def _bpf_struct_ops() -> bool:
+    return os.path.exists("/sys/kernel/btf/vmlinux") and shutil.which("bpftool") is not None
+
+
+def capabilities(probe_qdiscs: bool = True) -> dict[str, Any]:
+    """Everything ``cclab doctor`` reports, as data."""
+    root = is_root()
+    binary = link_binary()
+    version = None
+    if binary:
+        try:
+            version = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=5).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            version = None
+    caps: dict[str, Any] = {
+        "kernel_release": platform.release(),
+        "cpus": os.cpu_count(),
+        "root": root,
+        "netns": root and os.path.isdir("/proc/self/ns") and os.path.exists("/proc/self/ns/net"),
+        "tun": tun_available(),
+        "cclab_link": binary,
+        "cclab_link_version": version,
+        "iperf3": shutil.which("iperf3"),
+        "tcp_available_congestion_control": available_ccas(),
+        "tcp_allowed_congestion_control": allowed_ccas(),
+        "default_congestion_control": _read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        "bpf_struct_ops": _bpf_struct_ops(),
+        "max_rate_bps_mtu1500": max_rate_bps(1500),
+        "max_rate_bps_mtu9000": max_rate_bps(9000),
+    }
+    if probe_qdiscs and root:
+        caps["netem"] = _qdisc_available("netem")
+        caps["tbf"] = _qdisc_available("tbf")
+    can_run = root and caps["tun"] and binary is not None
+    reasons = []
+    if not root:
+        reasons.append("not root (namespaces and TUN devices need CAP_NET_ADMIN)")
+    if not caps["tun"]:
+        reasons.append("/dev/net/tun is missing")
+    if binary is None:
+        reasons.append("cclab-link binary not found; " + build_hint())
+    caps["kernel_backend"] = bool(can_run)
+    caps["why_not"] = reasons
+    return caps

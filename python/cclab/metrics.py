@@ -1,0 +1,484 @@
+"""Metrics — defined once, here, for every backend and every figure.
+
+A backend (the Rust simulator, the Linux kernel runner) hands over *raw*
+cumulative counters sampled at the end of each sample interval (the "engine
+output" of ``docs/record.md``). This module turns them into the record's
+per-interval columns (:func:`flows_frame`, :func:`link_frame`) and summarises
+those over the measure window (:func:`summary`). Nothing else in cclab
+computes a metric; figures, tables and sweeps read these columns and this
+summary.
+
+Conventions
+-----------
+* A sample at time ``t`` describes the interval ``(t_prev, t]`` where
+  ``t_prev`` is the previous sample's time (0 for the first sample).
+  Rates are Δcounter·8 / Δt.
+* The measure window ``[from, to)`` contains the samples whose interval lies
+  inside it: ``from < t ≤ to`` (for the sample grid ``t = k·interval`` this is
+  exactly the intervals between ``from`` and ``to``).
+* Goodput counts payload bytes delivered in order to the receiving
+  application; throughput counts wire bytes (payload + headers) leaving the
+  bottleneck. A single flow on an idle link therefore reaches at most
+  ``mss / (mss + header_bytes)`` (1448/1500 ≈ 96.5 %) of the capacity in
+  goodput.
+* Missing quantities are NaN in frames and ``null`` in the JSON summary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "FLOW_COLUMNS",
+    "LINK_COLUMNS",
+    "bdp_bytes",
+    "flows_frame",
+    "goodput_gain",
+    "jain_index",
+    "jain_series",
+    "link_frame",
+    "measure_window_ns",
+    "share_series",
+    "summary",
+]
+
+#: Columns of ``flows.parquet`` in order (docs/record.md).
+FLOW_COLUMNS = (
+    "time_s", "flow_id", "group", "cca", "active", "goodput_bps", "throughput_bps",
+    "send_rate_bps", "cwnd_bytes", "inflight_bytes", "ssthresh_bytes", "srtt_ms",
+    "rtt_ms", "min_rtt_ms", "pacing_rate_bps", "retrans_segs", "lost_segs",
+    "rto_count", "state", "w_max_bytes", "bw_bps", "bw_min_rtt_ms", "pacing_gain",
+    "cwnd_gain", "inflight_hi_bytes", "inflight_lo_bytes", "bw_hi_bps", "bw_lo_bps",
+)  # fmt: skip
+
+#: Columns of ``link.parquet`` in order (docs/record.md), plus
+#: ``arrival_packets`` (packets that arrived at the bottleneck in the interval
+#: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
+LINK_COLUMNS = (
+    "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
+    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "capacity_bps",
+    "delay_ms", "utilization", "departed_packets", "arrival_packets",
+)  # fmt: skip
+
+DROP_CAUSES = ("overflow", "random", "aqm")
+
+_NS_PER_S = 1e9
+_NS_PER_MS = 1e6
+
+# raw flow column -> record column, for values copied as they are
+_FLOW_GAUGES = {
+    "cwnd_bytes": "cwnd_bytes",
+    "inflight_bytes": "inflight_bytes",
+    "ssthresh_bytes": "ssthresh_bytes",
+    "pacing_rate_bps": "pacing_rate_bps",
+    "cc_w_max_bytes": "w_max_bytes",
+    "cc_bw_bps": "bw_bps",
+    "cc_pacing_gain": "pacing_gain",
+    "cc_cwnd_gain": "cwnd_gain",
+    "cc_inflight_hi_bytes": "inflight_hi_bytes",
+    "cc_inflight_lo_bytes": "inflight_lo_bytes",
+    "cc_bw_hi_bps": "bw_hi_bps",
+    "cc_bw_lo_bps": "bw_lo_bps",
+}
+# raw ns gauge -> record ms column
+_FLOW_NS_TO_MS = {
+    "srtt_ns": "srtt_ms",
+    "rtt_ns": "rtt_ms",
+    "min_rtt_ns": "min_rtt_ms",
+    "cc_min_rtt_ns": "bw_min_rtt_ms",
+}
+# raw cumulative byte counter -> record rate column (bit/s over the interval)
+_FLOW_RATES = {
+    "delivered_bytes": "goodput_bps",
+    "egress_bytes": "throughput_bps",
+    "sent_bytes": "send_rate_bps",
+}
+# raw cumulative event counter -> record per-interval count
+_FLOW_COUNTS = {"retrans_segs": "retrans_segs", "lost_segs": "lost_segs", "rto_count": "rto_count"}
+
+
+# --------------------------------------------------------------------------
+# small pure helpers
+
+
+def jain_index(xs: Iterable[float]) -> float:
+    """Jain's fairness index ``(Σx)² / (n·Σx²)``.
+
+    Jain, Chiu, Hawe, "A Quantitative Measure of Fairness and Discrimination
+    for Resource Allocation in Shared Computer Systems", DEC TR-301, 1984.
+    1 when all ``n`` shares are equal, ``1/n`` when one takes everything.
+    NaN entries are ignored; NaN for an empty vector or when all are zero.
+    """
+    x = np.asarray(list(xs), dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return math.nan
+    sq = float(np.sum(x * x))
+    if sq == 0.0:
+        return math.nan
+    return float(np.sum(x)) ** 2 / (x.size * sq)
+
+
+def goodput_gain(a: float, b: float) -> float:
+    """Goodput gain of A over B in percent: ``(g_A − g_B) / g_B × 100``.
+
+    Cao et al., "When to use and when not to use BBR: An empirical analysis
+    and evaluation study", IMC 2019 (their heatmaps of BBR over CUBIC).
+    NaN when ``b`` is 0 or either value is NaN.
+    """
+    if b == 0 or math.isnan(a) or math.isnan(b):
+        return math.nan
+    return (a - b) / b * 100.0
+
+
+def bdp_bytes(rate_bps: float, rtt_ns: float) -> float:
+    """Bandwidth-delay product in bytes: ``rate × RTT / 8``.
+
+    As the scenario's ``"Nbdp"`` buffer (docs/ir.md: rate × min flow RTT).
+    """
+    return rate_bps * rtt_ns / _NS_PER_S / 8.0
+
+
+def measure_window_ns(ir: Mapping[str, Any]) -> tuple[int, int]:
+    """The IR's measure window ``[from_ns, to_ns)`` (``to`` defaults to the duration)."""
+    m = ir.get("measure") or {}
+    lo = int(m.get("from_ns") or 0)
+    hi = m.get("to_ns")
+    return lo, int(hi if hi is not None else ir["duration_ns"])
+
+
+# --------------------------------------------------------------------------
+# raw engine output -> record frames
+
+
+def _col(raw: Mapping[str, Any], name: str, n: int) -> np.ndarray:
+    """A raw column as float64, or all-NaN when the backend does not report it."""
+    if name in raw and raw[name] is not None:
+        return np.asarray(raw[name], dtype=float)
+    return np.full(n, np.nan)
+
+
+def _grouping(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order by key, mask of each key's first row in that order) for :func:`_diff_from_zero`."""
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.ones(k.size, dtype=bool)
+    starts[1:] = k[1:] != k[:-1]
+    return order, starts
+
+
+def _diff_from_zero(values: np.ndarray, grouping: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Per-group first difference of a cumulative series whose value at t=0 is 0.
+
+    ``grouping`` (from :func:`_grouping` over the flow ids) groups rows in row
+    order; ``None`` means one series.
+    """
+    if grouping is None:
+        return np.diff(values, prepend=0.0)
+    order, starts = grouping
+    v = values[order]
+    d = np.diff(v, prepend=0.0)
+    d[starts] = v[starts]
+    out = np.empty_like(d)
+    out[order] = d
+    return out
+
+
+def flows_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
+    """Per-flow per-interval record columns (``flows.parquet``) from raw output.
+
+    Definitions (docs/record.md):
+
+    * ``goodput_bps`` = Δdelivered_bytes·8 / Δt (in-order payload handed to the
+      receiving application; RFC 6349 §4.3 calls this "goodput").
+    * ``throughput_bps`` = Δegress_bytes·8 / Δt (this flow's wire bytes leaving
+      the bottleneck); ``send_rate_bps`` = Δsent_bytes·8 / Δt (incl. retransmissions).
+    * ``retrans_segs``, ``lost_segs``, ``rto_count``: events in the interval.
+    * ``srtt_ms``, ``rtt_ms`` (mean RTT sample in the interval), ``min_rtt_ms``,
+      ``bw_min_rtt_ms``: the raw nanoseconds / 1e6.
+    * ``state``: the algorithm's state name (``raw["state_names"][cca][code]``),
+      missing when the algorithm exports no states.
+    * gauges (cwnd, inflight, ssthresh, pacing rate, cc_* state) as sampled.
+    """
+    rf = raw["flows"]
+    time_ns = np.asarray(rf["time_ns"], dtype=np.int64)
+    flow_id = np.asarray(rf["flow_id"], dtype=np.int64)
+    n = time_ns.size
+    # Stable order by (flow, time) is not required: diffs are taken per flow
+    # in row order, and rows are ordered by time (docs/record.md).
+    by_flow = _grouping(flow_id)
+    dt_s = _diff_from_zero(time_ns.astype(float), by_flow) / _NS_PER_S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_dt = np.where(dt_s > 0, 1.0 / dt_s, np.nan)
+
+    ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)
+    order = np.argsort(ids)
+    pos = order[np.searchsorted(ids, flow_id, sorter=order)]
+    cca = np.array([str(f["cca"]) for f in ir["flows"]], dtype=object)[pos]
+    group = np.array([int(f.get("group", 0)) for f in ir["flows"]], dtype=np.int64)[pos]
+
+    cols: dict[str, Any] = {
+        "time_s": time_ns / _NS_PER_S,
+        "flow_id": flow_id,
+        "group": group,
+        "cca": cca,
+        "active": np.asarray(rf["active"], dtype=bool) if "active" in rf else np.ones(n, bool),
+    }
+    for src, dst in _FLOW_RATES.items():
+        cols[dst] = _diff_from_zero(_col(rf, src, n), by_flow) * 8.0 * inv_dt
+    for src, dst in _FLOW_GAUGES.items():
+        cols[dst] = _col(rf, src, n)
+    for src, dst in _FLOW_NS_TO_MS.items():
+        cols[dst] = _col(rf, src, n) / _NS_PER_MS
+    for src, dst in _FLOW_COUNTS.items():
+        cols[dst] = _diff_from_zero(_col(rf, src, n), by_flow)
+    cols["state"] = _state_names(rf, cca, raw.get("state_names") or {}, n)
+    return pd.DataFrame({c: cols[c] for c in FLOW_COLUMNS})
+
+
+def _state_names(rf: Mapping[str, Any], cca: np.ndarray, names: Mapping[str, Sequence[str]], n: int) -> pd.Series:
+    codes = _col(rf, "cc_state", n)
+    out = np.full(n, None, dtype=object)
+    for alg in dict.fromkeys(names):
+        table = list(names.get(alg) or [])
+        if not table:
+            continue
+        idx = np.flatnonzero((cca == alg) & ~np.isnan(codes))
+        c = codes[idx].astype(np.int64)
+        lookup = np.array(table + [None], dtype=object)
+        known = (c >= 0) & (c < len(table))
+        out[idx] = lookup[np.where(known, c, len(table))]
+        for i, code in zip(idx[~known], c[~known]):
+            out[i] = f"state{code}"
+    return pd.Series(out, dtype="str")
+
+
+def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
+    """Per-interval bottleneck columns (``link.parquet``) from raw output.
+
+    * ``queue_delay_ms`` = Δsojourn_sum_ns / Δdeparted_packets / 1e6: the mean
+      queueing delay of the packets that left the queue in the interval (NaN if
+      none left).
+    * ``throughput_bps`` = Δegress_bytes·8 / Δt (wire bytes leaving the
+      bottleneck); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
+    * ``drops_*``: packets dropped in the interval, by cause (overflow = queue
+      full, random = configured loss, aqm).
+    * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
+    * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
+      packets in the interval, for the bottleneck loss rate.
+    """
+    rl = raw["link"]
+    time_ns = np.asarray(rl["time_ns"], dtype=np.int64)
+    n = time_ns.size
+    dt_s = np.diff(time_ns.astype(float), prepend=0.0) / _NS_PER_S
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv_dt = np.where(dt_s > 0, 1.0 / dt_s, np.nan)
+        departed = _diff_from_zero(_col(rl, "departed_packets", n), None)
+        sojourn = _diff_from_zero(_col(rl, "sojourn_sum_ns", n), None)
+        queue_delay_ms = np.where(departed > 0, sojourn / departed, np.nan) / _NS_PER_MS
+        throughput = _diff_from_zero(_col(rl, "egress_bytes", n), None) * 8.0 * inv_dt
+        capacity = _col(rl, "capacity_bps", n)
+        utilization = np.where(capacity > 0, throughput / capacity, np.nan)
+    drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), None) for c in DROP_CAUSES}
+    queue_packets = _col(rl, "queue_packets", n)
+    arrivals = departed + sum(drops.values()) + np.diff(queue_packets, prepend=0.0)
+    return pd.DataFrame(
+        {
+            "time_s": time_ns / _NS_PER_S,
+            "queue_bytes": _col(rl, "queue_bytes", n),
+            "queue_packets": queue_packets,
+            "queue_delay_ms": queue_delay_ms,
+            "throughput_bps": throughput,
+            "arrival_bps": _diff_from_zero(_col(rl, "arrival_bytes", n), None) * 8.0 * inv_dt,
+            "drops_overflow": drops["overflow"],
+            "drops_random": drops["random"],
+            "drops_aqm": drops["aqm"],
+            "capacity_bps": capacity,
+            "delay_ms": _col(rl, "delay_ns", n) / _NS_PER_MS,
+            "utilization": utilization,
+            "departed_packets": departed,
+            "arrival_packets": arrivals,
+        }
+    )
+
+
+# --------------------------------------------------------------------------
+# summaries over the measure window
+
+
+def in_window(time_s: pd.Series | np.ndarray, ir: Mapping[str, Any]) -> np.ndarray:
+    """Boolean mask of samples whose interval lies in the measure window (``from < t ≤ to``)."""
+    lo, hi = measure_window_ns(ir)
+    t = np.asarray(time_s, dtype=float)
+    return (t > lo / _NS_PER_S + 1e-12) & (t <= hi / _NS_PER_S + 1e-12)
+
+
+def _pcts(x: pd.Series | np.ndarray, prefix: str) -> dict[str, float]:
+    a = np.asarray(x, dtype=float)
+    a = a[~np.isnan(a)]
+    if a.size == 0:
+        return {f"{prefix}_mean": math.nan, **{f"{prefix}_p{q}": math.nan for q in (50, 95, 99)}}
+    p50, p95, p99 = np.percentile(a, [50, 95, 99])
+    return {f"{prefix}_mean": float(a.mean()), f"{prefix}_p50": float(p50), f"{prefix}_p95": float(p95), f"{prefix}_p99": float(p99)}
+
+
+def share_series(flows: pd.DataFrame, key: str = "cca") -> pd.DataFrame:
+    """Per-sample share of the total goodput by ``key`` (time_s × key).
+
+    Samples where the total goodput is 0 are dropped (the share is undefined).
+    """
+    g = flows.pivot_table(index="time_s", columns=key, values="goodput_bps", aggfunc="sum", fill_value=0.0)
+    total = g.sum(axis=1)
+    g = g.loc[total > 0]
+    return g.div(total[total > 0], axis=0)
+
+
+def jain_series(flows: pd.DataFrame) -> pd.Series:
+    """Jain's index over time: at each sample, over the goodputs of the active flows."""
+    act = flows.loc[flows["active"].astype(bool), ["time_s", "goodput_bps"]]
+    return act.groupby("time_s")["goodput_bps"].agg(jain_index).rename("jain")
+
+
+def summary(flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any]) -> dict[str, Any]:
+    """Per-flow, per-algorithm and aggregate metrics over the measure window.
+
+    Returns ``{"window": {from_s, to_s, duration_s, samples}, "per_flow":
+    [{flow_id, …}], "per_algorithm": {cca: {…}}, "aggregate": {…}}``.
+
+    Per flow:
+      ``goodput_bps`` mean goodput = payload bits delivered in the window /
+      window length; ``share`` its fraction of all flows' goodput;
+      ``retrans_segs`` retransmitted segments; ``retrans_rate`` =
+      retransmitted segments / segments sent, with segments sent estimated as
+      wire bytes sent / (mss + header_bytes) (full-size segments);
+      ``rtt_ms_mean/p50/p95/p99`` over the per-interval mean RTT samples (not
+      per packet); ``cwnd_bytes_mean`` over the samples where the flow is active.
+    Per algorithm:
+      ``goodput_bps`` (sum over its flows), ``share`` of the total, and the
+      per-sample share (Σ goodput of its flows / Σ goodput of all flows, each
+      sample) summarised by its 25th/50th/75th percentiles and ``share_iqr`` =
+      p75 − p25 — the interquartile band of the testbed studies (WPI MQP
+      "BBR vs CUBIC" thesis figures of share vs buffer).
+    Aggregate:
+      ``goodput_bps`` total; ``utilization`` = delivered payload bits /
+      capacity bits (Σ capacity·Δt) over the window; ``link_utilization`` the
+      same with wire bits leaving the bottleneck; ``loss_rate`` = packets
+      dropped at the bottleneck / packets arriving there; ``drops`` by cause;
+      ``queue_delay_ms_mean`` weighted by departed packets (the true mean
+      sojourn) and ``p50/p95/p99`` over the per-interval means; ``jain`` =
+      Jain's index over the per-flow mean goodputs of the flows active at some
+      sample in the window; ``retrans_segs`` total.
+
+    The result is JSON-safe (NaN → ``None``).
+    """
+    lo, hi = measure_window_ns(ir)
+    fdt = flows.groupby("flow_id", sort=False)["time_s"].diff().fillna(flows["time_s"])
+    ldt = link["time_s"].diff().fillna(link["time_s"])
+    fmask = in_window(flows["time_s"], ir)
+    lmask = in_window(link["time_s"], ir)
+    fw = flows.loc[fmask].assign(dt_s=fdt[fmask])
+    lw = link.loc[lmask].assign(dt_s=ldt[lmask])
+    window_s = (hi - lo) / _NS_PER_S
+    wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
+    covered_s = float(lw["dt_s"].sum()) if len(lw) else window_s
+
+    per_flow: list[dict[str, Any]] = []
+    delivered_bits: dict[int, float] = {}
+    by_flow = {int(k): d for k, d in fw.groupby("flow_id", sort=False)}
+    for f in ir["flows"]:
+        fid = int(f["id"])
+        d = by_flow.get(fid, fw.iloc[:0])
+        bits = float((d["goodput_bps"] * d["dt_s"]).sum())
+        delivered_bits[fid] = bits
+        sent_segs = float((d["send_rate_bps"] * d["dt_s"]).sum()) / 8.0 / wire_seg
+        retrans = float(d["retrans_segs"].sum())
+        active = d.loc[d["active"].astype(bool)]
+        per_flow.append(
+            {
+                "flow_id": fid,
+                "group": int(f.get("group", 0)),
+                "cca": str(f["cca"]),
+                "rtt_ms": f["rtt_ns"] / _NS_PER_MS,
+                "active_in_window": bool(len(active) > 0),
+                "goodput_bps": bits / covered_s if covered_s > 0 else math.nan,
+                "retrans_segs": retrans,
+                "retrans_rate": retrans / sent_segs if sent_segs > 0 else math.nan,
+                "rto_count": float(d["rto_count"].sum()),
+                **_pcts(d["rtt_ms"], "rtt_ms"),
+                "cwnd_bytes_mean": float(active["cwnd_bytes"].mean()) if len(active) else math.nan,
+            }
+        )
+    total_bits = sum(delivered_bits.values())
+    for row in per_flow:
+        row["share"] = delivered_bits[row["flow_id"]] / total_bits if total_bits > 0 else math.nan
+
+    per_alg: dict[str, dict[str, Any]] = {}
+    shares = share_series(fw) if len(fw) else pd.DataFrame()
+    for alg in dict.fromkeys(str(f["cca"]) for f in ir["flows"]):
+        rows = [r for r in per_flow if r["cca"] == alg]
+        bits = sum(delivered_bits[r["flow_id"]] for r in rows)
+        s = shares[alg].to_numpy() if alg in shares else np.array([])
+        q25, q50, q75 = np.percentile(s, [25, 50, 75]) if s.size else (math.nan,) * 3
+        per_alg[alg] = {
+            "flows": len(rows),
+            "goodput_bps": bits / covered_s if covered_s > 0 else math.nan,
+            "share": bits / total_bits if total_bits > 0 else math.nan,
+            "share_p25": float(q25),
+            "share_p50": float(q50),
+            "share_p75": float(q75),
+            "share_iqr": float(q75 - q25),
+        }
+
+    cap_bits = float((lw["capacity_bps"] * lw["dt_s"]).sum())
+    wire_bits = float((lw["throughput_bps"] * lw["dt_s"]).sum())
+    drops = {c: float(lw[f"drops_{c}"].sum()) for c in DROP_CAUSES}
+    arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
+    departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
+    qd = lw["queue_delay_ms"]
+    weight = float(departed.where(qd.notna(), 0.0).sum())
+    queue = _pcts(qd, "queue_delay_ms")
+    if weight > 0:
+        queue["queue_delay_ms_mean"] = float((qd.fillna(0.0) * departed).sum()) / weight
+    active_ids = [r["flow_id"] for r in per_flow if r["active_in_window"]]
+    aggregate = {
+        "goodput_bps": total_bits / covered_s if covered_s > 0 else math.nan,
+        "utilization": total_bits / cap_bits if cap_bits > 0 else math.nan,
+        "link_utilization": wire_bits / cap_bits if cap_bits > 0 else math.nan,
+        "loss_rate": sum(drops.values()) / arrivals if arrivals > 0 else math.nan,
+        "drops": drops,
+        "drops_total": sum(drops.values()),
+        "arrival_packets": arrivals,
+        "retrans_segs": sum(r["retrans_segs"] for r in per_flow),
+        **queue,
+        "queue_bytes_mean": float(lw["queue_bytes"].mean()) if len(lw) else math.nan,
+        "jain": jain_index(r["goodput_bps"] for r in per_flow if r["flow_id"] in active_ids),
+        "flows_active": len(active_ids),
+    }
+    out = {
+        "window": {"from_s": lo / _NS_PER_S, "to_s": hi / _NS_PER_S, "duration_s": window_s, "samples": int(len(lw))},
+        "per_flow": per_flow,
+        "per_algorithm": per_alg,
+        "aggregate": aggregate,
+    }
+    return json_safe(out)
+
+
+def json_safe(obj: Any) -> Any:
+    """Recursively convert numpy scalars to Python and NaN/±inf to ``None``."""
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        f = float(obj)
+        return f if math.isfinite(f) else None
+    return obj

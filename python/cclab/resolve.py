@@ -1,0 +1,257 @@
+"""Resolution: a validated :class:`~cclab.scenario.Scenario` → the explicit IR of ``docs/ir.md``.
+
+The IR has integer units only (ns, bytes, bit/s), no defaults and no flow
+groups; both backends consume nothing else. Resolution also performs every
+check that relates several fields (each field alone was checked when the
+scenario was built):
+
+* ``sample_interval`` ≤ ``duration``; ``measure.from`` < ``measure.to`` ≤ ``duration``;
+* schedule entries happen before the end of the run;
+* the buffer holds at least one full packet (``mss`` + 52 header bytes);
+* every flow (each staggered one too) starts before the end of the run;
+  ``stop`` is after its start and not after the end of the run (a flow that
+  would stop later should leave ``stop`` out);
+* ``rtt`` ≥ 2 × the bottleneck's one-way delay (also every delay a schedule sets);
+* ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity.
+
+BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
+rate) and the minimum RTT over all flows:
+``bytes = ⌈X · rate · rtt / 8⌉``, computed exactly (rationals, no floats).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from . import units
+from .errors import ScenarioError
+from .scenario import HEADER_BYTES, Cca, LossModel, Scenario, known_algorithms
+from .traces import BYTES_PER_OPPORTUNITY, load_trace
+
+__all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp"]
+
+#: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
+IR_VERSION = 1
+
+
+def canonical_json(ir: dict[str, Any]) -> str:
+    """The IR as canonical JSON: sorted keys, no whitespace, no NaN/inf."""
+    return json.dumps(ir, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def ir_hash(ir: dict[str, Any]) -> str:
+    """SHA-256 (hex) of the IR's canonical JSON — the content address of a run's input.
+
+    The trace file's *path* (``link.capacity.path``) is left out: it is
+    provenance only (the trace's content is in the IR as ``opportunities_ns``), and
+    leaving it out keeps the hash identical on machines where cclab is installed
+    in another directory.
+    """
+    capacity = ir.get("link", {}).get("capacity", {})
+    if "path" in capacity:
+        ir = {**ir, "link": {**ir["link"], "capacity": {k: v for k, v in capacity.items() if k != "path"}}}
+    return hashlib.sha256(canonical_json(ir).encode("utf-8")).hexdigest()
+
+
+def buffer_bytes_for_bdp(multiple: Decimal | float | str, rate_bps: Fraction | int, rtt_ns: int) -> int:
+    """⌈multiple · rate · rtt / 8⌉ bytes, exactly (rate in bit/s, rtt in ns)."""
+    exact = Fraction(Decimal(str(multiple))) * Fraction(rate_bps) * rtt_ns / (8 * 10**9)
+    return math.ceil(exact)
+
+
+def _loss_ir(loss: Any, field: str) -> dict[str, Any]:
+    if isinstance(loss, LossModel):
+        if loss.model == "bernoulli":
+            return {"kind": "bernoulli", "p": float(loss.p)}
+        return {
+            "kind": "gilbert_elliott",
+            "p": float(loss.p),
+            "r": float(loss.r),
+            "h": 0.0 if loss.h is None else float(loss.h),
+            "k": 1.0 if loss.k is None else float(loss.k),
+        }
+    return {"kind": "bernoulli", "p": units.parse_probability(loss, field)}
+
+
+def _cca(group_index: int, cca: str | Cca) -> tuple[str, dict[str, float]]:
+    """Check the algorithm again (the engine may have changed since the scenario was built)."""
+    field = f"flows[{group_index}].cca"
+    name = cca if isinstance(cca, str) else cca.name
+    params = {} if isinstance(cca, str) else dict(cca.params)
+    algorithms = known_algorithms()
+    if name not in algorithms:
+        raise ScenarioError(field, name, f"{name!r} is not a known congestion control algorithm",
+                            f"allowed: {', '.join(sorted(algorithms))}")
+    for key, value in params.items():
+        if key not in algorithms[name]:
+            allowed = f"allowed: {', '.join(algorithms[name])}" if algorithms[name] else f"{name} takes no parameters"
+            raise ScenarioError(f"{field}.{key}", value, f"unknown parameter of {name!r}", allowed)
+    return name, {key: float(value) for key, value in sorted(params.items())}
+
+
+def resolve(scenario: Scenario) -> dict[str, Any]:
+    """Resolve ``scenario`` into the IR dict of docs/ir.md (raises :class:`ScenarioError`)."""
+    fmt_d = units.format_duration
+    duration = units.parse_duration(scenario.duration, "duration", allow_zero=False)
+    within_run = f"expected a time before the end of the run (duration = {scenario.duration!r})"
+
+    sample = units.parse_duration(scenario.sample_interval, "sample_interval", allow_zero=False)
+    if sample > duration:
+        raise ScenarioError("sample_interval", scenario.sample_interval,
+                            f"{scenario.sample_interval!r} is longer than the run",
+                            f"expected at most the duration ({scenario.duration!r})")
+
+    measure_from = units.parse_duration(scenario.measure.from_, "measure.from")
+    measure_to = duration
+    if scenario.measure.to is not None:
+        measure_to = units.parse_duration(scenario.measure.to, "measure.to", allow_zero=False)
+        if measure_to > duration:
+            raise ScenarioError("measure.to", scenario.measure.to,
+                                f"{scenario.measure.to!r} is after the end of the run",
+                                f"expected at most the duration ({scenario.duration!r})")
+    if measure_from >= measure_to:
+        shown_to = scenario.measure.to if scenario.measure.to is not None else scenario.duration
+        raise ScenarioError("measure.from", scenario.measure.from_,
+                            f"{scenario.measure.from_!r} is not before the end of the window ({shown_to!r})",
+                            "expected measure.from < measure.to (default: the duration)")
+
+    mss = scenario.mss
+    packet = mss + HEADER_BYTES
+    link = scenario.link
+
+    # Capacity at 0 s (for the BDP) and its IR form.
+    if link.trace is not None:
+        trace = load_trace(link.trace, scenario.base_dir)
+        if packet > BYTES_PER_OPPORTUNITY:
+            raise ScenarioError("mss", mss, f"{mss} + {HEADER_BYTES} header bytes does not fit a trace's "
+                                f"{BYTES_PER_OPPORTUNITY}-byte delivery opportunity",
+                                f"expected mss ≤ {BYTES_PER_OPPORTUNITY - HEADER_BYTES} on a trace link")
+        capacity: dict[str, Any] = {
+            "kind": "trace",
+            "path": str(trace.path),
+            "opportunities_ns": trace.opportunities_ns,
+            "period_ns": trace.period_ns,
+            "bytes_per_opportunity": BYTES_PER_OPPORTUNITY,
+        }
+        initial_rate: Fraction = trace.mean_rate
+        rate_words = f"the trace's mean rate {units.format_rate(float(initial_rate))}"
+    else:
+        assert link.rate is not None  # the Link model guarantees rate or trace
+        rate_bps = units.parse_rate(link.rate, "link.rate")
+        capacity = {"kind": "constant", "rate_bps": rate_bps}
+        initial_rate = Fraction(rate_bps)
+        rate_words = f"link.rate {link.rate!r}"
+
+    delay = units.parse_duration(link.delay, "link.delay")
+    delays = [("link.delay", link.delay, delay)]
+    schedule: list[dict[str, Any]] = []
+    for index, entry in enumerate(link.schedule):
+        where = f"link.schedule[{index}]"
+        at = units.parse_duration(entry.at, f"{where}.at", allow_zero=False)
+        if at >= duration:
+            raise ScenarioError(f"{where}.at", entry.at, f"{entry.at!r} is not before the end of the run", within_run)
+        change_delay = None if entry.delay is None else units.parse_duration(entry.delay, f"{where}.delay")
+        if change_delay is not None:
+            delays.append((f"{where}.delay", entry.delay, change_delay))
+        schedule.append({
+            "at_ns": at,
+            "rate_bps": None if entry.rate is None else units.parse_rate(entry.rate, f"{where}.rate"),
+            "delay_ns": change_delay,
+            "loss": None if entry.loss is None else _loss_ir(entry.loss, f"{where}.loss"),
+        })
+
+    # Flows: groups expanded, ids sequential over all groups.
+    flows: list[dict[str, Any]] = []
+    max_delay_field, max_delay_text, max_delay = max(delays, key=lambda d: d[2])
+    for g, group in enumerate(scenario.flows):
+        where = f"flows[{g}]"
+        cca, cca_params = _cca(g, group.cca)
+        rtt = units.parse_duration(group.rtt, f"{where}.rtt", allow_zero=False)
+        if rtt < 2 * max_delay:
+            raise ScenarioError(f"{where}.rtt", group.rtt,
+                                f"{group.rtt!r} is less than twice the bottleneck's one-way delay "
+                                f"({max_delay_field} = {max_delay_text!r})",
+                                f"expected rtt ≥ {fmt_d(2 * max_delay)} (the RTT includes the bottleneck's delay "
+                                "both ways)")
+        start = units.parse_duration(group.start, f"{where}.start")
+        stagger = units.parse_duration(group.stagger, f"{where}.stagger")
+        stop = None if group.stop is None else units.parse_duration(group.stop, f"{where}.stop", allow_zero=False)
+        nbytes = None if group.bytes is None else units.parse_size(group.bytes, f"{where}.bytes")
+        rwnd = None if group.rwnd is None else units.parse_size(group.rwnd, f"{where}.rwnd")
+        if rwnd is not None and rwnd < mss:
+            raise ScenarioError(f"{where}.rwnd", group.rwnd, f"{group.rwnd!r} is less than one segment",
+                                f"expected at least mss = {mss} bytes")
+        if stop is not None and stop > duration:
+            raise ScenarioError(f"{where}.stop", group.stop, f"{group.stop!r} is after the end of the run",
+                                f"expected a time after start and at most the duration ({scenario.duration!r}); "
+                                "leave stop out for a flow that runs to the end")
+        for k in range(group.count):
+            flow_start = start + k * stagger
+            if flow_start >= duration:
+                if k == 0:
+                    raise ScenarioError(f"{where}.start", group.start,
+                                        f"{group.start!r} is not before the end of the run", within_run)
+                raise ScenarioError(f"{where}.stagger", group.stagger,
+                                    f"flow {k} of this group would start at {fmt_d(flow_start)}, "
+                                    f"not before the end of the run ({scenario.duration!r})",
+                                    "expected start + (count − 1) × stagger < duration")
+            if stop is not None and stop <= flow_start:
+                raise ScenarioError(f"{where}.stop", group.stop,
+                                    f"{group.stop!r} is not after the start of flow {k} of this group "
+                                    f"({fmt_d(flow_start)})",
+                                    f"expected a time after start + (count − 1) × stagger and at most the duration "
+                                    f"({scenario.duration!r})")
+            flows.append({
+                "id": len(flows),
+                "group": g,
+                "cca": cca,
+                "cca_params": dict(cca_params),
+                "rtt_ns": rtt,
+                "start_ns": flow_start,
+                "stop_ns": stop,
+                "bytes": nbytes,
+                "rwnd_bytes": rwnd,
+            })
+
+    # Buffer.
+    spec = units.parse_buffer(link.buffer, "link.buffer")
+    buffer: dict[str, Any] = {"bytes": None, "packets": None}
+    if spec.kind == "packets":
+        buffer["packets"] = int(spec.amount)
+    else:
+        if spec.kind == "bdp":
+            min_rtt = min(flow["rtt_ns"] for flow in flows)
+            nbytes_buffer = buffer_bytes_for_bdp(spec.amount, initial_rate, min_rtt)
+            how = f"{spec.amount} × {rate_words} × min flow RTT {fmt_d(min_rtt)} = {nbytes_buffer} bytes"
+        else:
+            nbytes_buffer = int(spec.amount)
+            how = f"{nbytes_buffer} bytes"
+        if nbytes_buffer < packet:
+            raise ScenarioError("link.buffer", link.buffer, f"{link.buffer!r} is less than one packet ({how})",
+                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+        buffer["bytes"] = nbytes_buffer
+
+    return {
+        "ir_version": IR_VERSION,
+        "name": scenario.name,
+        "duration_ns": duration,
+        "seed": scenario.seed,
+        "sample_interval_ns": sample,
+        "measure": {"from_ns": measure_from, "to_ns": measure_to},
+        "mss": mss,
+        "header_bytes": HEADER_BYTES,
+        "link": {
+            "capacity": capacity,
+            "delay_ns": delay,
+            "buffer": buffer,
+            "loss": _loss_ir(link.loss, "link.loss"),
+            "schedule": schedule,
+            "aqm": link.aqm,
+        },
+        "flows": flows,
+    }

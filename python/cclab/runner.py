@@ -1,0 +1,278 @@
+"""Run a sweep: every point × trial, on local processes or a Dask cluster.
+
+Local execution uses `concurrent.futures.ProcessPoolExecutor` (spawned
+workers): one run is one CPU-bound call into the engine, so a process pool is
+all that is needed — no scheduler service, no dashboard, no extra ports, and
+per-run exceptions arrive as ordinary futures. A worker that dies outright
+(a crash in native code) breaks the pool; the runs that were in flight are
+then retried one by one in a fresh single-worker pool, which both finishes
+the innocent ones and names the one that crashes (recorded as a failure).
+`jobs=1` runs in the calling process (no pool).
+
+`scheduler="tcp://HOST:PORT"` (or a `distributed.Client`) sends the same
+runs to a Dask cluster. Workers write the records themselves, so the sweep
+directory must be on a file system that every worker sees (as on Slurm
+clusters). Kernel-backend runs request the worker resource
+`kernel_host=1`: start each kernel-capable worker with
+`--resources kernel_host=1` and Dask never places two of them on one host.
+
+A failed run never stops the sweep: its error text goes to failures.json and
+the run is retried by the next invocation.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cclab.store import SweepStore, run_id
+from cclab.sweep import Point, Sweep, SweepError, describe, expand, validate
+
+#: the Dask worker resource a kernel run holds for its whole duration.
+KERNEL_RESOURCE = "kernel_host"
+
+
+@dataclass
+class Task:
+    run_id: str
+    scenario: dict[str, Any]
+    points: list[Point]
+
+
+@dataclass
+class SweepOutcome:
+    out_dir: Path
+    total_points: int
+    total_runs: int
+    skipped: int  # runs already complete before this invocation
+    done: int  # runs completed by this invocation
+    failures: list[dict[str, Any]] = field(default_factory=list)
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def plan(sweep: Sweep, backend: str = "sim") -> list[Task]:
+    """Expand, validate and resolve every point; group points by run id."""
+    from cclab.resolve import resolve
+    from cclab.scenario import scenario_from_dict
+
+    validate(sweep)
+    tasks: dict[str, Task] = {}
+    for p in expand(sweep):
+        ir = resolve(scenario_from_dict(p.scenario, sweep.base_dir))
+        rid = run_id(ir, backend)
+        if rid in tasks:
+            tasks[rid].points.append(p)
+        else:
+            tasks[rid] = Task(rid, p.scenario, [p])
+    return list(tasks.values())
+
+
+def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str) -> dict[str, Any]:
+    """Worker entry point: build the scenario and write its record to `run_dir`.
+
+    Never raises: returns {"ok": bool, "error": str | None, "wall_s": float}.
+    """
+    t0 = time.monotonic()
+    try:
+        from cclab.api import run_to_dir
+        from cclab.scenario import scenario_from_dict
+
+        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend)
+        return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
+    except BaseException as e:  # noqa: BLE001 — a run's failure is data, not a crash
+        tb = traceback.format_exc(limit=8)
+        return {"ok": False, "error": f"{type(e).__name__}: {e}\n{tb}", "wall_s": time.monotonic() - t0}
+
+
+def run_sweep(
+    sweep: Sweep,
+    out_dir: str | Path,
+    *,
+    jobs: int | None = None,
+    scheduler: Any = None,
+    backend: str = "sim",
+    progress: bool = True,
+) -> SweepOutcome:
+    """Run every point of `sweep` into `out_dir`, skipping complete records."""
+    t0 = time.monotonic()
+    store = SweepStore(out_dir)
+    tasks = plan(sweep, backend)
+    store.init(sweep.text if sweep.text is not None else None)
+    store.clean_partials()
+    store.write_points(
+        [
+            {"point": p.index, "run_id": t.run_id, "params": p.params, "trial": p.trial, "seed": p.seed, "backend": backend}
+            for t in tasks
+            for p in t.points
+        ]
+    )
+    complete = store.complete_ids()
+    todo = [t for t in tasks if t.run_id not in complete]
+    outcome = SweepOutcome(
+        out_dir=store.root,
+        total_points=sum(len(t.points) for t in tasks),
+        total_runs=len(tasks),
+        skipped=len(tasks) - len(todo),
+        done=0,
+    )
+    if todo:
+        with _Progress(len(todo), outcome.skipped, enabled=progress) as bar:
+
+            def finished(task: Task, result: dict[str, Any]) -> None:
+                if result["ok"]:
+                    outcome.done += 1
+                else:
+                    outcome.failures.append(
+                        {
+                            "run_id": task.run_id,
+                            "points": [
+                                {"params": p.params, "trial": p.trial, "seed": p.seed} for p in task.points
+                            ],
+                            "error": result["error"],
+                        }
+                    )
+                    store.write_failures(outcome.failures)
+                bar.advance(ok=result["ok"])
+
+            if scheduler is not None:
+                _run_dask(todo, sweep, store, backend, scheduler, finished)
+            else:
+                if backend == "kernel":
+                    jobs = 1  # kernel runs own the machine's network stack
+                _run_local(todo, sweep, store, backend, jobs, finished)
+    store.write_failures(outcome.failures)
+    store.build_results()
+    outcome.wall_s = time.monotonic() - t0
+    return outcome
+
+
+def _args(task: Task, sweep: Sweep, store: SweepStore, backend: str) -> tuple:
+    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend)
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: a worker exits when the sweep process is killed (Linux).
+
+    Without this, `kill -9` of `cclab sweep` leaves workers finishing their
+    runs while a resumed sweep starts the same runs again.
+    """
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_local(todo, sweep, store, backend, jobs, finished) -> None:
+    jobs = max(1, jobs or multiprocessing.cpu_count())
+    if jobs == 1:  # in this process: no spawn cost, easy to debug
+        for t in todo:
+            finished(t, execute_run(*_args(t, sweep, store, backend)))
+        return
+    ctx = multiprocessing.get_context("spawn")
+    crashed: list[Task] = []
+    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_die_with_parent) as pool:
+        futures = {pool.submit(execute_run, *_args(t, sweep, store, backend)): t for t in todo}
+        for fut in cf.as_completed(futures):
+            task = futures[fut]
+            try:
+                finished(task, fut.result())
+            except cf.process.BrokenProcessPool:
+                crashed.append(task)
+    # A worker died (native crash, OOM kill): isolate each affected run.
+    for task in crashed:
+        with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_die_with_parent) as pool:
+            try:
+                result = pool.submit(execute_run, *_args(task, sweep, store, backend)).result()
+            except cf.process.BrokenProcessPool:
+                result = {"ok": False, "error": "worker process died while running this scenario", "wall_s": 0.0}
+        finished(task, result)
+
+
+def dask_submit_options(task: Task, backend: str) -> dict[str, Any]:
+    """Keyword arguments for `Client.submit` of one run."""
+    opts: dict[str, Any] = {"key": f"cclab-run-{task.run_id}", "pure": False}
+    if backend == "kernel":
+        opts["resources"] = {KERNEL_RESOURCE: 1}
+    return opts
+
+
+def _run_dask(todo, sweep, store, backend, scheduler, finished) -> None:
+    from distributed import Client, as_completed
+
+    own = not isinstance(scheduler, Client)
+    client = Client(scheduler) if own else scheduler
+    try:
+        futures = {}
+        for t in todo:
+            futures[client.submit(execute_run, *_args(t, sweep, store, backend), **dask_submit_options(t, backend))] = t
+        for fut in as_completed(futures):
+            task = futures[fut]
+            try:
+                result = fut.result()
+            except Exception as e:  # noqa: BLE001 — worker lost, cancelled, …
+                result = {"ok": False, "error": f"dask: {type(e).__name__}: {e}", "wall_s": 0.0}
+            finished(task, result)
+    finally:
+        if own:
+            client.close()
+
+
+class _Progress:
+    """A rich progress bar (done/total, failures, elapsed, ETA) on stderr."""
+
+    def __init__(self, total: int, skipped: int, enabled: bool):
+        self.total, self.failed, self.enabled = total, 0, enabled
+        self._bar = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._bar = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("[red]{task.fields[failed]} failed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+            )
+            desc = "runs" if not skipped else f"runs ({skipped} already done)"
+            self._task = self._bar.add_task(desc, total=total, failed=0)
+
+    def __enter__(self):
+        if self._bar:
+            self._bar.start()
+        return self
+
+    def advance(self, ok: bool) -> None:
+        if not ok:
+            self.failed += 1
+        if self._bar:
+            self._bar.update(self._task, advance=1, failed=self.failed)
+
+    def __exit__(self, *exc):
+        if self._bar:
+            self._bar.stop()
+
+
+__all__ = ["run_sweep", "plan", "execute_run", "SweepOutcome", "SweepError", "KERNEL_RESOURCE", "describe"]

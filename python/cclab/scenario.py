@@ -1,0 +1,578 @@
+"""The user-facing scenario schema (TOML or Python), with validation and friendly errors.
+
+The field names are a contract (see DESIGN.md, "Scenario schema")::
+
+    name = "bbr-vs-cubic"            # default when loaded from a file: the file's stem
+    duration = "60s"                 # required
+    seed = 1                         # default 1
+    sample_interval = "10ms"         # default "10ms"
+    mss = 1448                       # default 1448 (payload bytes; 1500 on the wire)
+    measure = { from = "20s" }       # default from = "0s", to = duration
+
+    [link]
+    rate = "80Mbps"                  # exactly one of rate | trace
+    # trace = "traces/Verizon-LTE-short.down"
+    # schedule = [{ at = "20s", rate = "160Mbps" }]   # needs rate; not with trace
+    delay = "0ms"                    # default "0ms" (one way)
+    buffer = "1.75bdp"               # default "1bdp"; or "100KB", "64KiB", "64pkts"
+    loss = 0.0                       # default 0; or "1%", or { model = "gilbert-elliott", p, r, h, k }
+    aqm = "droptail"                 # the only one supported so far
+
+    [[flows]]
+    cca = "bbr"                      # required; or { name = "bbr", cwnd_gain = 1.5 }
+    count = 2                        # default 1
+    rtt = "25ms"                     # required
+    start = "0s"                     # default "0s"
+    stagger = "2s"                   # default "0s"
+    stop = "50s"                     # optional, absolute time the application stops writing
+    bytes = "100MB"                  # optional, application bytes to send
+    rwnd = "4MB"                     # optional, receive-window limit
+
+The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
+converts them into the integer IR. Each field is checked here on its own
+(units, signs, names); checks that relate fields (start before the end of the
+run, buffer at least one packet, ...) happen in :func:`cclab.resolve.resolve`,
+which every run goes through.
+
+Every problem raises :class:`~cclab.errors.ScenarioError` (one line naming the
+field, the value and what is allowed) — also when the models are built or
+assigned from Python. Algorithm names and parameters are checked against the
+engine (``cclab._native.algorithms()``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+import tomli_w
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
+                      field_validator, model_validator)
+
+from . import units
+from .errors import ScenarioError, from_validation_error, show_value
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+__all__ = [
+    "DEFAULT_MSS",
+    "HEADER_BYTES",
+    "Scenario",
+    "Measure",
+    "Link",
+    "ScheduleEntry",
+    "LossModel",
+    "Cca",
+    "FlowGroup",
+    "known_algorithms",
+    "load_scenario",
+    "scenario_from_dict",
+]
+
+#: Default TCP maximum segment size (payload bytes): 1500-byte packets with 52 header bytes.
+DEFAULT_MSS = 1448
+#: IPv4 (20) + TCP with timestamps (32) header bytes per segment on the wire.
+HEADER_BYTES = 52
+#: Smallest MSS Linux uses (TCP_MIN_MSS in include/net/tcp.h).
+MIN_MSS = 88
+#: Largest MSS that fits a 9000-byte jumbo frame.
+MAX_MSS = 9000 - HEADER_BYTES
+#: Flows in one group; a guard against typos such as count = 10000000.
+MAX_COUNT = 100_000
+
+_AQM_SUPPORTED = ("droptail",)
+_AQM_PLANNED = ("codel", "fq_codel", "red", "pie")
+_LOSS_MODELS = {"gilbert-elliott": "gilbert-elliott", "gilbert_elliott": "gilbert-elliott", "bernoulli": "bernoulli"}
+
+
+def known_algorithms() -> dict[str, list[str]]:
+    """``{algorithm name: [parameter names]}`` as the simulator engine knows them."""
+    from . import _native
+
+    return {str(name): [str(p) for p in params] for name, params in _native.algorithms().items()}
+
+
+def _check(parse, **options):
+    def check(value: Any) -> Any:
+        parse(value, "", **options)
+        return value
+
+    return BeforeValidator(check)
+
+
+Rate = Annotated[str, _check(units.parse_rate)]
+Duration = Annotated[str, _check(units.parse_duration)]
+PositiveDuration = Annotated[str, _check(units.parse_duration, allow_zero=False)]
+Size = Annotated[str, _check(units.parse_size)]
+Buffer = Annotated[str, _check(units.parse_buffer)]
+
+
+def _integer(value: Any, lowest: int, highest: int, example: str) -> int:
+    allowed = f"expected an integer from {lowest} to {highest} (e.g. {example})"
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ScenarioError("", value, f"{show_value(value)} is not an integer", allowed)
+    if not lowest <= value <= highest:
+        raise ScenarioError("", value, f"{value} is out of range", allowed)
+    return value
+
+
+def _translated(exc: ValidationError, where: str) -> ScenarioError:
+    """A pydantic error as a ScenarioError placed under ``where``.
+
+    pydantic also calls a model's ``__init__`` for nested tables (a custom
+    ``__init__`` is honoured), so the error also keeps its path within this
+    table (``local_field``) for an enclosing table to prefix instead.
+    """
+    local = from_validation_error(exc)
+    error = local.within(where)
+    error.local_field = local.field
+    return error
+
+
+class _Model(BaseModel):
+    """Common behaviour: unknown fields rejected, errors as one-line ScenarioErrors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+    #: Field path of this table inside a scenario, used for errors when built on its own.
+    _where: ClassVar[str] = ""
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _translated(exc, self._where) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise from_validation_error(exc, self._where) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any):  # type: ignore[override]
+        try:
+            return super().model_validate(obj, **options)
+        except ValidationError as exc:
+            raise _translated(exc, cls._where) from None
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        """The fields of this table, spelled as in TOML."""
+        return [info.alias or name for name, info in cls.model_fields.items()]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        if isinstance(data, BaseModel):
+            return data
+        if not isinstance(data, dict):
+            raise ScenarioError("", data, f"{show_value(data)} is not a table",
+                                f"expected a table with fields {', '.join(cls.field_names())}")
+        known = set(cls.field_names()) | set(cls.model_fields)
+        for key in data:
+            if key not in known:
+                raise ScenarioError(str(key), key, "unknown field", f"allowed: {', '.join(cls.field_names())}")
+        return data
+
+
+class LossModel(_Model):
+    """A loss process as a table: ``{ model = "gilbert-elliott", p = 0.01, r = 0.5, h = 0, k = 1 }``.
+
+    Gilbert–Elliott: P(good→bad) = ``p``, P(bad→good) = ``r``; a packet is lost
+    with probability 1−``k`` in the good state and 1−``h`` in the bad state
+    (defaults ``k = 1``, ``h = 0``: the simple Gilbert model, no loss when good,
+    all lost when bad). ``{ model = "bernoulli", p = 0.01 }`` is the same as ``loss = 0.01``.
+    """
+
+    _where: ClassVar[str] = "link.loss"
+
+    model: str
+    p: float
+    r: float | None = None
+    h: float | None = None
+    k: float | None = None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_name(cls, value: Any) -> str:
+        if not isinstance(value, str) or value not in _LOSS_MODELS:
+            raise ScenarioError("", value, f"{show_value(value)} is not a loss model",
+                                "allowed: gilbert-elliott, bernoulli")
+        return _LOSS_MODELS[value]
+
+    @field_validator("p", "h", "k", mode="before")
+    @classmethod
+    def _probability(cls, value: Any) -> float | None:
+        return None if value is None else units.parse_probability(value, "", upper_inclusive=True)
+
+    @field_validator("r", mode="before")
+    @classmethod
+    def _recovery(cls, value: Any) -> float | None:
+        if value is None:
+            return None
+        return units.parse_probability(value, "", upper_inclusive=True, lower_inclusive=False)
+
+    @model_validator(mode="after")
+    def _fields_of_model(self) -> LossModel:
+        if self.model == "bernoulli":
+            for extra in ("r", "h", "k"):
+                value = getattr(self, extra)
+                if value is not None:
+                    raise ScenarioError(extra, value, f"{extra} = {value} is not a parameter of the bernoulli model",
+                                        "allowed: p")
+            if self.p >= 1:
+                raise ScenarioError("p", self.p, f"{self.p} is out of range",
+                                    "expected a number in [0, 1) (e.g. 0.01)")
+        elif self.r is None:
+            raise ScenarioError("r", None, "required field missing",
+                                "expected P(bad→good), a probability in (0, 1], e.g. r = 0.5")
+        return self
+
+
+def _loss(value: Any) -> Any:
+    if isinstance(value, LossModel):
+        return value
+    if isinstance(value, dict):
+        return LossModel.model_validate(value)
+    units.parse_probability(value, "")
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: ``loss``: a probability in [0, 1) as a number (``0.01``) or percentage (``"1%"``), or a :class:`LossModel`.
+Loss = Annotated[float | str | LossModel, BeforeValidator(_loss)]
+
+
+class ScheduleEntry(_Model):
+    """One timed change of the link: ``{ at = "20s", rate = "160Mbps" }`` (at least one of rate, delay, loss)."""
+
+    _where: ClassVar[str] = "link.schedule[?]"
+
+    at: Duration
+    rate: Rate | None = None
+    delay: Duration | None = None
+    loss: Loss | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> ScheduleEntry:
+        if self.rate is None and self.delay is None and self.loss is None:
+            raise ScenarioError("", {"at": self.at}, f"the entry at {self.at!r} changes nothing",
+                                "give at least one of rate, delay, loss")
+        return self
+
+
+class Link(_Model):
+    """The bottleneck (data direction)."""
+
+    _where: ClassVar[str] = "link"
+
+    rate: Rate | None = None
+    trace: str | None = None
+    schedule: list[ScheduleEntry] = []
+    delay: Duration = "0ms"
+    buffer: Buffer = "1bdp"
+    loss: Loss = 0.0
+    aqm: str = "droptail"
+
+    @field_validator("trace", mode="before")
+    @classmethod
+    def _trace_name(cls, value: Any) -> Any:
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ScenarioError("", value, f"{show_value(value)} is not a trace file name",
+                                'expected a path or a bundled trace name (e.g. "traces/Verizon-LTE-short.down")')
+        return value
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _schedule_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if not isinstance(value, (list, tuple)):
+            raise ScenarioError("", value, f"{show_value(value)} is not a list",
+                                'expected a list of tables, e.g. schedule = [{ at = "20s", rate = "160Mbps" }]')
+        return value
+
+    @field_validator("aqm", mode="before")
+    @classmethod
+    def _aqm(cls, value: Any) -> Any:
+        allowed = f"allowed: {', '.join(_AQM_SUPPORTED)}"
+        if isinstance(value, str) and value in _AQM_PLANNED:
+            raise ScenarioError("", value, f"{value!r} is not supported yet", allowed)
+        if value not in _AQM_SUPPORTED:
+            raise ScenarioError("", value, f"{show_value(value)} is not a known AQM", allowed)
+        return value
+
+    @model_validator(mode="after")
+    def _one_capacity(self) -> Link:
+        capacity = 'exactly one of rate (e.g. "80Mbps") or trace (e.g. "traces/Verizon-LTE-short.down")'
+        if self.rate is None and self.trace is None and self.schedule:
+            raise ScenarioError("rate", None, "required field missing: a schedule changes the link's rate, "
+                                "it needs the rate at 0s", 'expected e.g. rate = "10Mbps" beside schedule')
+        if self.rate is None and self.trace is None:
+            raise ScenarioError("", None, "no capacity given", f"expected {capacity}")
+        if self.rate is not None and self.trace is not None:
+            raise ScenarioError("", {"rate": self.rate, "trace": self.trace}, "both rate and trace are given",
+                                f"expected {capacity}")
+        if self.schedule and self.trace is not None:
+            raise ScenarioError("schedule", self.trace, "a schedule cannot be combined with a trace",
+                                "use rate = … as the initial capacity with a schedule, or a trace alone")
+        previous = 0
+        for index, entry in enumerate(self.schedule):
+            at = units.parse_duration(entry.at, "")
+            if index == 0 and at == 0:
+                raise ScenarioError("schedule[0].at", entry.at, f"{entry.at!r} is not after 0s",
+                                    "rate, delay and loss of the link give the values at 0s; "
+                                    "schedule entries change them later")
+            if index > 0 and at <= previous:
+                raise ScenarioError(f"schedule[{index}].at", entry.at,
+                                    f"{entry.at!r} is not after the previous entry's {self.schedule[index - 1].at!r}",
+                                    "entries must be in strictly increasing order of at")
+            previous = at
+        return self
+
+
+class Cca(_Model):
+    """A congestion control algorithm with parameters.
+
+    TOML: ``cca = { name = "bbr", cwnd_gain = 1.5 }``. Python:
+    ``Cca(name="bbr", params={"cwnd_gain": 1.5})`` or ``Cca(name="bbr", cwnd_gain=1.5)``.
+    """
+
+    _where: ClassVar[str] = "flows[?].cca"
+
+    name: str
+    params: dict[str, float] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:  # parameters sit beside the name in TOML
+        if isinstance(data, BaseModel):
+            return data
+        if not isinstance(data, dict):
+            raise ScenarioError("", data, f"{show_value(data)} is not a table",
+                                'expected e.g. { name = "bbr", cwnd_gain = 1.5 }')
+        if "name" not in data:
+            raise ScenarioError("name", None, "required field missing",
+                                f"expected an algorithm name; allowed: {', '.join(sorted(known_algorithms()))}")
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise ScenarioError("params", params, f"{show_value(params)} is not a table",
+                                "expected parameter names with numbers")
+        params = dict(params)
+        for key, value in data.items():
+            if key not in ("name", "params"):
+                params[key] = value
+        for key, number in params.items():
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+                raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
+                                    "algorithm parameters are finite numbers (e.g. cwnd_gain = 1.5)")
+        return {"name": data["name"], "params": {str(key): float(number) for key, number in params.items()}}
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        _check_algorithm(value)
+        return value
+
+    @model_validator(mode="after")
+    def _params(self) -> Cca:
+        allowed = known_algorithms()[self.name]
+        listing = f"allowed: {', '.join(allowed)}" if allowed else f"{self.name} takes no parameters"
+        for key, value in self.params.items():
+            if key not in allowed:
+                raise ScenarioError(key, value, f"unknown parameter of {self.name!r}", listing)
+        return self
+
+
+def _check_algorithm(value: Any) -> None:
+    algorithms = known_algorithms()
+    if not isinstance(value, str) or value not in algorithms:
+        raise ScenarioError("", value, f"{show_value(value)} is not a known congestion control algorithm",
+                            f"allowed: {', '.join(sorted(algorithms))}")
+
+
+class FlowGroup(_Model):
+    """A ``[[flows]]`` table: ``count`` flows of one algorithm and RTT, started ``stagger`` apart."""
+
+    _where: ClassVar[str] = "flows[?]"
+
+    cca: str | Cca
+    count: int = 1
+    rtt: PositiveDuration
+    start: Duration = "0s"
+    stagger: Duration = "0s"
+    stop: PositiveDuration | None = None
+    bytes: Size | None = None
+    rwnd: Size | None = None
+
+    @field_validator("cca", mode="before")
+    @classmethod
+    def _cca(cls, value: Any) -> Any:
+        if isinstance(value, (Cca, dict)):
+            return value if isinstance(value, Cca) else Cca.model_validate(value)
+        _check_algorithm(value)
+        return value
+
+    @field_validator("count", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> int:
+        return _integer(value, 1, MAX_COUNT, "count = 2")
+
+    @property
+    def cca_name(self) -> str:
+        return self.cca if isinstance(self.cca, str) else self.cca.name
+
+    @property
+    def cca_params(self) -> dict[str, float]:
+        return {} if isinstance(self.cca, str) else dict(self.cca.params)
+
+
+class Measure(_Model):
+    """The steady-state window summaries average over: ``[from, to)``; ``to`` defaults to the duration."""
+
+    _where: ClassVar[str] = "measure"
+
+    from_: Duration = Field("0s", alias="from")
+    to: PositiveDuration | None = None
+
+
+class Scenario(_Model):
+    """One experiment: a bottleneck link and the flows crossing it.
+
+    Built from TOML (:func:`load_scenario`), from a dict (:func:`scenario_from_dict`)
+    or directly: ``Scenario(name="x", duration="30s", link=Link(rate="80Mbps"),
+    flows=[FlowGroup(cca="cubic", rtt="25ms")])``. Equality compares the fields
+    only (not the directory the scenario was loaded from).
+    """
+
+    name: str
+    duration: PositiveDuration
+    seed: int = 1
+    sample_interval: PositiveDuration = "10ms"
+    mss: int = DEFAULT_MSS
+    measure: Measure = Field(default_factory=Measure)
+    link: Link
+    flows: list[FlowGroup]
+
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
+            raise ScenarioError("", value, f"{show_value(value)} is not a scenario name",
+                                'expected a non-empty one-line string (e.g. name = "cubic-vs-reno")')
+        return value
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed(cls, value: Any) -> int:
+        return _integer(value, 0, 2**64 - 1, "seed = 1")
+
+    @field_validator("mss", mode="before")
+    @classmethod
+    def _mss(cls, value: Any) -> int:
+        return _integer(value, MIN_MSS, MAX_MSS, f"mss = {DEFAULT_MSS}")
+
+    @field_validator("flows", mode="before")
+    @classmethod
+    def _flows(cls, value: Any) -> Any:
+        if not isinstance(value, (list, tuple)) or not value:
+            raise ScenarioError("", value, f"{show_value(value)} is not a non-empty list of flow groups",
+                                'expected at least one [[flows]] table, e.g. cca = "cubic", rtt = "25ms"')
+        return value
+
+    @property
+    def base_dir(self) -> Path | None:
+        """Directory relative trace paths are looked up in (the scenario file's); not a TOML field."""
+        return self._base_dir
+
+    @base_dir.setter
+    def base_dir(self, value: Path | str | None) -> None:
+        self._base_dir = None if value is None else Path(value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Scenario):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def to_dict(self) -> dict[str, Any]:
+        """The scenario as the TOML-shaped dict (TOML spellings, unset optional fields left out)."""
+        data = self.model_dump(by_alias=True, exclude_none=True)
+        if not data["link"]["schedule"]:
+            del data["link"]["schedule"]
+        for group in data["flows"]:
+            if isinstance(group["cca"], dict):
+                group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}
+        return data
+
+    def to_toml(self) -> str:
+        """The scenario as TOML text; :func:`load_scenario` of it gives an equal scenario."""
+        return tomli_w.dumps(self.to_dict())
+
+
+def scenario_from_dict(data: dict[str, Any], base_dir: Path | str | None = None) -> Scenario:
+    """Validate a TOML-shaped dict into a :class:`Scenario`.
+
+    ``base_dir`` is where relative trace paths are looked up first. A trace is
+    located and parsed here already, so a missing or malformed trace is
+    reported at load time (:func:`cclab.resolve.resolve` checks again).
+    """
+    scenario = Scenario.model_validate(data)
+    scenario.base_dir = base_dir
+    if scenario.link.trace is not None:
+        from .traces import load_trace
+
+        load_trace(scenario.link.trace, scenario.base_dir)
+    return scenario
+
+
+_TOML_POSITION = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$")
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read a scenario TOML file. A missing ``name`` defaults to the file's stem.
+
+    Errors (missing file, TOML syntax, any invalid field) are :class:`ScenarioError`
+    attributed to the file.
+    """
+    path = Path(path)
+    allowed = "expected a path to a scenario .toml file"
+    if not path.exists():
+        raise ScenarioError(str(path), str(path), "no such scenario file", allowed)
+    if path.is_dir():
+        raise ScenarioError(str(path), str(path), "is a directory, not a scenario file", allowed)
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), str(path), f"not UTF-8 text (byte {exc.start})", allowed) from None
+    except OSError as exc:
+        raise ScenarioError(str(path), str(path), f"cannot be read ({exc.strerror})", allowed) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        match = _TOML_POSITION.match(message)
+        if match:
+            line = int(match["line"])
+            lines = text.splitlines()
+            source = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+            problem = f"TOML syntax error at line {line}, column {match['col']}: {match['msg']}"
+            if source:
+                problem += f" in {show_value(source)}"
+            value: Any = source
+        else:  # pragma: no cover - tomllib always gives a position
+            problem, value = f"TOML syntax error: {message}", None
+        raise ScenarioError(str(path), value, problem,
+                            'expected TOML: key = value, strings in double quotes (e.g. rate = "80Mbps")') from None
+    data.setdefault("name", path.stem)
+    try:
+        return scenario_from_dict(data, path.resolve().parent)
+    except ScenarioError as exc:
+        raise exc.in_file(str(path)) from None

@@ -1,0 +1,178 @@
+"""Mahimahi capacity traces: find them, parse them, and compute their mean rate.
+
+Format (Mahimahi's ``mm-link``): one integer per line, a timestamp in
+milliseconds from the start of the trace, non-decreasing. Each line is one
+opportunity to deliver one 1500-byte packet; several lines may share a
+millisecond (several packets in that ms). The trace repeats with a period
+equal to its last timestamp, which must therefore be > 0.
+
+Where a trace named in a scenario (``link.trace``) is looked for, in order:
+
+1. an absolute path: that file only;
+2. relative to the scenario file's directory (when the scenario came from a file);
+3. relative to the current working directory;
+4. the traces bundled with cclab (``cclab/data/traces/``), by file name
+   (``"Verizon-LTE-short.down"``) or as ``"traces/NAME"``.
+
+Everything wrong with a trace is a :class:`~cclab.errors.ScenarioError` on the
+field ``link.trace`` naming the file, the line and the problem.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+from .errors import ScenarioError, show_value
+
+__all__ = [
+    "BYTES_PER_OPPORTUNITY",
+    "BUNDLED_TRACE_DIR",
+    "Trace",
+    "bundled_traces",
+    "find_trace",
+    "parse_trace",
+    "load_trace",
+]
+
+#: Bytes that may leave the queue at one delivery opportunity (Mahimahi's MTU-sized packet).
+BYTES_PER_OPPORTUNITY = 1500
+
+#: Directory of the traces shipped with cclab.
+BUNDLED_TRACE_DIR = Path(__file__).resolve().parent / "data" / "traces"
+
+_FORMAT = "expected one integer millisecond timestamp per line, non-decreasing, last one > 0 (Mahimahi format)"
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """A parsed Mahimahi trace.
+
+    Attributes:
+        path: the file it was read from.
+        opportunities_ms: delivery-opportunity timestamps (ms) within one period.
+    """
+
+    path: Path
+    opportunities_ms: tuple[int, ...]
+
+    @property
+    def period_ms(self) -> int:
+        """The repeat period: the last timestamp (as Mahimahi does)."""
+        return self.opportunities_ms[-1]
+
+    @property
+    def period_ns(self) -> int:
+        return self.period_ms * 1_000_000
+
+    @property
+    def opportunities_ns(self) -> list[int]:
+        return [ms * 1_000_000 for ms in self.opportunities_ms]
+
+    @property
+    def bytes_per_period(self) -> int:
+        return len(self.opportunities_ms) * BYTES_PER_OPPORTUNITY
+
+    @property
+    def mean_rate(self) -> Fraction:
+        """Mean capacity in bit/s, exact: opportunities × 1500 B × 8 / period."""
+        return Fraction(self.bytes_per_period * 8 * 1000, self.period_ms)
+
+    @property
+    def mean_rate_bps(self) -> float:
+        """Mean capacity in bit/s (e.g. ≈ 5.03 Mbit/s for Verizon-LTE-short.down)."""
+        return float(self.mean_rate)
+
+
+def bundled_traces() -> list[str]:
+    """Names of the traces shipped with cclab (usable as ``trace = "NAME"`` or ``"traces/NAME"``)."""
+    if not BUNDLED_TRACE_DIR.is_dir():  # pragma: no cover - broken install
+        return []
+    return sorted(p.name for p in BUNDLED_TRACE_DIR.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def _bundled_allowed() -> str:
+    names = bundled_traces()
+    listing = ", ".join(names) if names else "(none installed)"
+    return f"expected a path to a Mahimahi trace file, or a bundled trace: {listing}"
+
+
+def find_trace(spec: str | os.PathLike[str], base_dir: Path | None = None, field: str = "link.trace") -> Path:
+    """Locate the trace file ``spec`` (see the module docstring for the search order)."""
+    if not isinstance(spec, (str, os.PathLike)) or not str(spec).strip():
+        raise ScenarioError(field, spec, f"{show_value(spec)} is not a trace file name", _bundled_allowed())
+    raw = Path(os.path.expanduser(str(spec)))
+    candidates: list[Path] = []
+    if raw.is_absolute():
+        candidates.append(raw)
+    else:
+        if base_dir is not None:
+            candidates.append(Path(base_dir) / raw)
+        candidates.append(Path.cwd() / raw)
+        parts = raw.parts
+        if len(parts) == 1 or (len(parts) == 2 and parts[0] == "traces"):
+            candidates.append(BUNDLED_TRACE_DIR / parts[-1])
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+        if candidate.is_dir():
+            raise ScenarioError(field, spec, f"{show_value(str(spec))} is a directory ({candidate})",
+                                _bundled_allowed())
+    places = ", ".join(str(c.parent) for c in candidates)
+    raise ScenarioError(field, spec, f"trace file {show_value(str(spec))} not found (looked in {places})",
+                        _bundled_allowed())
+
+
+def parse_trace(text: str, source: str | os.PathLike[str] = "<trace>", field: str = "link.trace",
+                spec: object = None) -> Trace:
+    """Parse the text of a Mahimahi trace. ``source`` names it in errors; ``spec`` is the value the user gave."""
+    value = str(source) if spec is None else spec
+    name = str(source)
+
+    def bad(problem: str) -> ScenarioError:
+        return ScenarioError(field, value, f"{name}: {problem}", _FORMAT)
+
+    lines = text.splitlines()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        raise bad("the file is empty")
+    stamps: list[int] = []
+    previous = 0
+    for number, line in enumerate(lines, start=1):
+        entry = line.strip()
+        if not (entry.isascii() and entry.isdigit()):
+            if not entry:
+                raise bad(f"line {number} is empty")
+            raise bad(f"line {number}: {show_value(entry, 30)} is not a non-negative integer number of ms")
+        stamp = int(entry)
+        if stamp < previous:
+            raise bad(f"line {number}: {stamp} is smaller than the previous timestamp {previous} "
+                      "(timestamps must not decrease)")
+        stamps.append(stamp)
+        previous = stamp
+    if stamps[-1] == 0:
+        raise bad("the last timestamp is 0, so the trace has no duration (it repeats every last-timestamp ms)")
+    return Trace(Path(source), tuple(stamps))
+
+
+@functools.lru_cache(maxsize=8)
+def _load_cached(path: str, mtime_ns: int, size: int, field: str, spec: object) -> Trace:
+    del mtime_ns, size  # cache keys only: a changed file is read again
+    try:
+        text = Path(path).read_bytes().decode("ascii")
+    except UnicodeDecodeError:
+        raise ScenarioError(field, spec, f"{path}: not a text file", _FORMAT) from None
+    except OSError as exc:
+        raise ScenarioError(field, spec, f"{path}: cannot be read ({exc.strerror})", _FORMAT) from None
+    return parse_trace(text, path, field, spec)
+
+
+def load_trace(spec: str | os.PathLike[str], base_dir: Path | None = None, field: str = "link.trace") -> Trace:
+    """Find (:func:`find_trace`) and parse (:func:`parse_trace`) a trace; results are cached per file version."""
+    path = find_trace(spec, base_dir, field)
+    stat = path.stat()
+    return _load_cached(str(path), stat.st_mtime_ns, stat.st_size, field, str(spec))

@@ -1,0 +1,206 @@
+"""Sweep and time figures, each rendered from the committed fixtures
+(tests/fixtures/sweep/, made by make_fixtures.py)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+
+from cclab import figures
+from cclab.figures import FigureError, Target, draw, render, render_all
+from cclab.figures.axes import axis_values
+from cclab.figures.time_figs import dominant_period
+from cclab.metrics import goodput_gain
+from cclab.plot import color_for
+
+FIX = Path(__file__).parent / "fixtures" / "sweep"
+
+
+@pytest.fixture
+def fx(tmp_path):
+    """Copies of the fixture sweep directories (figures write into them)."""
+
+    def get(name: str) -> Path:
+        dst = tmp_path / name
+        if not dst.exists():
+            shutil.copytree(FIX / name, dst)
+        return dst
+
+    return get
+
+
+def check_files(paths: list[Path]) -> None:
+    assert sorted(p.suffix for p in paths) == [".png", ".svg"]
+    png = next(p for p in paths if p.suffix == ".png")
+    img = mpimg.imread(png)
+    assert img.shape[0] > 200 and img.shape[1] > 300
+    assert img[..., :3].std() > 0.05  # not blank
+    svg = next(p for p in paths if p.suffix == ".svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+
+
+def texts(fig) -> str:
+    out = [fig.get_suptitle()]
+    for ax in fig.axes:
+        out += [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+        leg = ax.get_legend()
+        if leg:
+            out += [t.get_text() for t in leg.get_texts()]
+    return "\n".join(out)
+
+
+def test_registry_lists_every_kind():
+    assert {"line", "heatmap", "loss", "series", "jain", "period", "timeseries"} <= set(figures.REGISTRY)
+
+
+def test_gain_heatmap(fx):
+    t = Target(fx("grid"))
+    fig = draw(t, "heatmap", x="link.rate", y="flows[0].rtt", facet="link.buffer",
+               gain={"over": "flows[0].cca", "a": "bbr", "b": "cubic"})
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == ["buffer=100KB", "buffer=10MB"]
+    # the cell (rtt=200ms, rate=1000Mbps, 100KB) is the gain of the trial means, via cclab.metrics
+    df = t.results
+    cell = df[(df["flows[0].rtt"] == "200ms") & (df["link.rate"] == "1000Mbps") & (df["link.buffer"] == "100KB")]
+    g = {c: cell[cell["flows[0].cca"] == c]["agg.goodput_bps"].mean() for c in ("bbr", "cubic")}
+    grid = panels[0].images[0].get_array()
+    assert grid[3, 3] == pytest.approx(goodput_gain(g["bbr"], g["cubic"]))
+    norm = panels[0].images[0].norm
+    assert norm.vcenter == 0 and norm.vmin == -norm.vmax  # diverging, centred on no gain
+    assert "goodput gain of bbr over cubic (%)" in texts(fig)
+    assert panels[0].get_xlabel() == "bottleneck rate" and panels[0].get_ylabel() == "RTT of flows[0]"
+    with pytest.raises(FigureError, match="gain needs"):
+        draw(t, "heatmap", x="link.rate", y="flows[0].rtt", gain={"over": "flows[0].cca"})
+
+
+def test_retransmission_heatmaps_facet_grid(fx, tmp_path):
+    t = Target(fx("grid"))
+    spec = {"kind": "heatmap", "x": "link.rate", "y": "flows[0].rtt", "metric": "agg.retrans_segs",
+            "facet": ["link.buffer", "flows[0].cca"], "name": "retrans"}
+    ((_, name, paths),) = list(render(t, [spec], tmp_path / "out"))
+    assert name == "retrans"
+    check_files(paths)
+    fig = draw(t, **spec)  # kind is the positional argument
+    titles = [ax.get_title() for ax in fig.axes if ax.images]
+    assert titles == ["buffer=100KB, bbr", "buffer=100KB, cubic", "buffer=10MB, bbr", "buffer=10MB, cubic"]
+
+
+def test_share_vs_buffer_with_sample_iqr_band(fx):
+    t = Target(fx("buffer"))
+    fig = draw(t, "line", x="link.buffer", y="*.share", facet="flows[0].cca")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "buffer (BDP)" and ax.get_ylabel() == "share of goodput (%)"
+    assert "25th–75th percentile over samples" in fig.get_suptitle()
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert set(lines) == {"bbr", "cubic"}
+    assert lines["bbr"].get_color() == color_for("bbr") and lines["cubic"].get_color() == color_for("cubic")
+    # x in BDP multiples, y = mean share in percent
+    df = t.results
+    sel = df[(df["flows[0].cca"] == "bbr") & (df["link.buffer"] == "2bdp")]
+    x, y = lines["bbr"].get_data()
+    i = list(x).index(2.0)
+    assert y[i] == pytest.approx(100 * sel["bbr.share"].mean())
+    assert len(ax.collections) == 2  # one band per line
+
+
+def test_metric_vs_buffer_with_trial_iqr_band(fx, tmp_path):
+    t = Target(fx("buffer"))
+    fig = draw(t, "line", x="link.buffer", y="agg.loss_rate")
+    assert "interquartile range over trials" in fig.get_suptitle()
+    assert fig.axes[0].get_ylabel() == "loss rate at the bottleneck (%)"
+    ((_, _, paths),) = list(render(t, [{"kind": "line", "x": "link.buffer", "y": "agg.utilization"}], tmp_path))
+    check_files(paths)
+
+
+def test_throughput_vs_loss_log_x(fx, tmp_path):
+    t = Target(fx("loss"))
+    fig = draw(t, "loss")
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "random loss (%)"
+    assert ax.get_ylabel() == "goodput (Mbps)"
+    labels = [ln.get_label() for ln in ax.get_lines()]
+    assert labels == ["bbr", "cubic", "capacity × (1 − p)"]
+    x, _ = ax.get_lines()[0].get_data()
+    assert min(x) == pytest.approx(0.001) and max(x) == pytest.approx(50)
+    ((_, _, paths),) = list(render(t, [{"kind": "loss"}], tmp_path))
+    check_files(paths)
+
+
+def test_time_figures_from_records(fx, tmp_path):
+    t = Target(fx("records"))
+    out = list(render(t, [{"kind": "jain"}, {"kind": "period"}, {"kind": "timeseries"},
+                          {"kind": "series", "column": "queue_bytes"}], tmp_path / "f"))
+    for _, name, paths in out:
+        assert not isinstance(paths, Exception), (name, paths)
+        check_files(paths)
+    fig = draw(t, "jain")
+    assert fig.axes[0].get_ylabel() == "Jain's fairness index" and fig.axes[0].get_xlabel() == "time (s)"
+    assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["buffer=1bdp", "buffer=2bdp"]
+    fig = draw(t, "series", column="queue_bytes")
+    assert fig.axes[0].get_ylabel() == "queue (KB)"
+
+
+def test_period_figure_finds_the_fixture_cycles(fx):
+    t = Target(fx("records"))
+    assert draw(t, "period").cclab_period_s == pytest.approx(20.0, abs=0.5)
+    fig = draw(t, "period", point=1)
+    assert fig.cclab_period_s == pytest.approx(12.0, abs=0.5)
+    assert "dominant period 12.0 s" in fig.get_suptitle()
+
+
+def test_dominant_period():
+    dt = 0.1
+    tt = np.arange(0, 120, dt)
+    rng = np.random.default_rng(1)
+    p, r, _ = dominant_period(0.5 + 0.2 * np.sin(2 * np.pi * tt / 20) + 0.05 * rng.standard_normal(tt.size), dt)
+    assert p == pytest.approx(20, abs=0.3) and r > 0.8
+    p, _, _ = dominant_period(np.sign(np.sin(2 * np.pi * tt / 7.5)), dt)  # square wave
+    assert p == pytest.approx(7.5, abs=0.2)
+    p, _, _ = dominant_period(np.linspace(0, 1, 500), dt)  # a trend is no cycle... (one crossing, no return)
+    assert math.isnan(p)
+    assert math.isnan(dominant_period(np.ones(100), dt)[0])
+    assert math.isnan(dominant_period(np.ones(3), dt)[0])
+
+
+def test_axis_values_use_units():
+    av = axis_values("link.rate", ["40Mbps", "1Gbps", "120Mbps"])
+    assert av.label == "bottleneck rate (Mbps)" and av.numeric == [40, 1000, 120]
+    av = axis_values("link.buffer", ["100KB", "10MB"])
+    assert av.numeric == [100, 10000] and av.label == "buffer (KB)" and av.log
+    assert axis_values("flows[1].start", ["200ms", "1s"]).numeric == [200, 1000]
+    assert axis_values("link.loss", [0.001, 0.5]).label == "random loss (%)"
+    assert axis_values("flows[0].cca", ["bbr", "cubic"]).numeric is None
+    assert axis_values("link.buffer", ["1bdp", "100KB"]).numeric is None  # mixed kinds: categories
+
+
+def test_errors_and_cli(fx, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from cclab.cli_sweep import register
+
+    t = Target(fx("buffer"))
+    with pytest.raises(FigureError, match="not an axis"):
+        draw(t, "line", x="link.rate")
+    with pytest.raises(FigureError, match="unknown figure kind"):
+        draw(t, "pie")
+    with pytest.raises(FigureError, match="no results column"):
+        draw(t, "line", y="agg.nothing")
+    with pytest.raises(FigureError, match="neither a sweep"):
+        Target(tmp_path)
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    assert len(list((tmp_path / "p").glob("*.svg"))) >= 3
+    r = CliRunner().invoke(app, ["plot", str(fx("loss")), "--kind", "loss", "--out", str(tmp_path / "q")])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.suffix for p in (tmp_path / "q").iterdir()) == [".png", ".svg"]
+    r = CliRunner().invoke(app, ["plot", str(fx("records")), "--list"])
+    assert "heatmap" in r.output and "period" in r.output

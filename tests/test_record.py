@@ -1,0 +1,103 @@
+"""Run record: round trip, completeness marker, atomic replace, overwrite protection."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from conftest import synthetic_ir, synthetic_raw
+
+from cclab import metrics, record
+
+
+def _parts():
+    raw, ir = synthetic_raw(), synthetic_ir()
+    flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+    return dict(
+        scenario_toml='name = "synthetic"\n',
+        ir=ir,
+        meta={"backend": "sim", "engine_version": "synthetic", "seed": 1, "ir_hash": "abc"},
+        flows=flows,
+        link=link,
+        summary=metrics.summary(flows, link, ir),
+    )
+
+
+def test_round_trip(tmp_path):
+    parts = _parts()
+    out = record.write_run(tmp_path / "run", **parts)
+    assert sorted(p.name for p in out.iterdir()) == sorted(record.FILES)
+    assert record.is_complete(out)
+    run = record.read_run(out)
+    pd.testing.assert_frame_equal(run.flows, parts["flows"], check_dtype=False)
+    pd.testing.assert_frame_equal(run.link, parts["link"], check_dtype=False)
+    assert run.summary == json.loads(json.dumps(parts["summary"]))
+    assert run.ir == parts["ir"]
+    assert run.meta["status"] == "complete"
+    assert run.meta["record_version"] == record.RECORD_VERSION
+    assert run.meta["valid"] is True and run.meta["invalid_reasons"] == []
+    assert run.scenario_toml == parts["scenario_toml"]
+    md = pq.read_metadata(out / "flows.parquet")
+    assert md.metadata[b"cclab.record_version"] == str(record.RECORD_VERSION).encode()
+    assert md.row_group(0).column(0).compression == "ZSTD"
+    assert "synthetic" in repr(run) and "cubic" in repr(run)
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temp dir left
+
+
+def test_leftover_temp_dir_is_never_complete(tmp_path):
+    out = record.write_run(tmp_path / "run", **_parts())
+    # a crash after writing the data but before meta.json: copy without meta
+    partial = tmp_path / "run2.tmp-x1y2"
+    partial.mkdir()
+    for f in record.FILES:
+        if f != "meta.json":
+            (partial / f).write_bytes((out / f).read_bytes())
+    assert not record.is_complete(partial)
+    with pytest.raises(record.RecordError, match="not a complete run record"):
+        record.read_run(partial)
+    # meta present but not marked complete
+    (partial / "meta.json").write_text(json.dumps({"status": "writing"}))
+    assert not record.is_complete(partial)
+    (partial / "meta.json").write_text("{truncated")
+    assert not record.is_complete(partial)
+
+
+def test_failure_mid_write_leaves_nothing(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(record, "_write_parquet", boom)
+    with pytest.raises(OSError, match="disk full"):
+        record.write_run(tmp_path / "run", **_parts())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_protection_and_atomic_replace(tmp_path):
+    parts = _parts()
+    out = record.write_run(tmp_path / "run", **parts)
+    with pytest.raises(record.RecordExistsError, match="already exists"):
+        record.write_run(out, **parts)
+    assert record.read_run(out).meta["seed"] == 1  # untouched
+    parts["meta"] = {**parts["meta"], "seed": 7}
+    record.write_run(out, **parts, overwrite=True)
+    assert record.read_run(out).meta["seed"] == 7
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # old record and temp dir removed
+
+
+def test_refuses_foreign_directory_but_accepts_empty_one(tmp_path):
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("precious")
+    with pytest.raises(record.RecordExistsError, match="not a run record"):
+        record.write_run(foreign, **_parts())
+    assert (foreign / "notes.txt").read_text() == "precious"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert record.is_complete(record.write_run(empty, **_parts()))
+
+
+def test_read_missing(tmp_path):
+    with pytest.raises(record.RecordError, match="no such run directory"):
+        record.read_run(tmp_path / "nope")

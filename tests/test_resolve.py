@@ -1,0 +1,376 @@
+"""Resolution of scenarios into the IR (docs/ir.md), the examples, and Python ⇔ TOML equivalence."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cclab.resolve import buffer_bytes_for_bdp, canonical_json, ir_hash, resolve
+from cclab.scenario import (Cca, FlowGroup, Link, LossModel, Measure, Scenario, ScheduleEntry, load_scenario,
+                            scenario_from_dict)
+from cclab.traces import BUNDLED_TRACE_DIR, bundled_traces, find_trace, load_trace
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = sorted((REPO / "examples").glob("*.toml"))
+S = 1_000_000_000
+MS = 1_000_000
+
+
+@pytest.fixture
+def engine_with_bbr(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Examples may name algorithms that land in the engine later (bbr): add them, without parameters,
+    only while they are missing — once the engine has them, this changes nothing."""
+    import cclab._native as native
+
+    real = native.algorithms()
+    if "bbr" not in real:
+        monkeypatch.setattr(native, "algorithms", lambda: {**real, "bbr": []})
+
+
+def small(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": "t",
+        "duration": "30s",
+        "link": {"rate": "50Mbps", "buffer": "1bdp"},
+        "flows": [{"cca": "cubic", "rtt": "40ms"}],
+    }
+    for key, value in changes.items():
+        if key in ("link", "measure"):
+            data.setdefault(key, {}).update(value)
+        else:
+            data[key] = value
+    return data
+
+
+# --- the IR's shape is exactly docs/ir.md's ----------------------------------------------------------------
+
+def documented_ir() -> dict[str, Any]:
+    text = (REPO / "docs" / "ir.md").read_text()
+    block = re.search(r"```json\n(.*?)```", text, re.S)
+    assert block, "docs/ir.md has a json example"
+    body = "\n".join(line for line in block.group(1).splitlines() if not line.strip().startswith("//"))
+    return json.loads(body)
+
+
+def rust_fields(struct_or_variant: str) -> set[str]:
+    """Field names of a struct or struct-like enum variant in crates/cclab-sim/src/scenario.rs."""
+    source = (REPO / "crates" / "cclab-sim" / "src" / "scenario.rs").read_text()
+    match = re.search(rf"(?:struct\s+|\n\s+){struct_or_variant}\s*\{{(.*?)\}}", source, re.S)
+    assert match, struct_or_variant
+    return set(re.findall(r"(?:pub\s+)?(\w+)\s*:", re.sub(r"//[^\n]*", "", match.group(1))))
+
+
+def key_paths(value: Any, prefix: str = "") -> set[str]:
+    paths = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            paths.add(f"{prefix}.{key}")
+            paths |= key_paths(item, f"{prefix}.{key}")
+    elif isinstance(value, list) and value and isinstance(value[0], dict):
+        paths |= key_paths(value[0], f"{prefix}[]")
+    return paths
+
+
+def test_ir_keys_match_the_documented_example() -> None:
+    scenario = scenario_from_dict(small(
+        measure={"from": "20s"},
+        link={"schedule": [{"at": "20s", "rate": "160Mbps"}]},
+    ))
+    ir = resolve(scenario)
+    assert key_paths(ir) == key_paths(documented_ir())
+
+
+def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
+    link = {"trace": "Verizon-LTE-short.down", "loss": {"model": "gilbert-elliott", "p": 0.01, "r": 0.5}}
+    ir = resolve(scenario_from_dict({**small(), "link": link}))
+    assert set(ir["link"]["capacity"]) - {"kind"} == rust_fields("Trace")
+    assert set(ir["link"]["loss"]) - {"kind"} == rust_fields("GilbertElliott")
+    assert ir["link"]["capacity"]["kind"] == "trace" and ir["link"]["loss"]["kind"] == "gilbert_elliott"
+    assert set(ir["flows"][0]) == rust_fields("Flow")
+    assert set(ir) == rust_fields("Scenario")
+    assert set(ir["link"]) == rust_fields("Link")
+
+
+def test_integers_are_integers() -> None:
+    ir = resolve(scenario_from_dict(small(flows=[{"cca": "cubic", "rtt": "40ms", "bytes": "1MB", "stop": "20s"}])))
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, f"{path}[]")
+        elif path.endswith(("_ns", "_bps", "bytes", "seed", "mss", "header_bytes", ".id", ".group", "ir_version")):
+            assert value is None or (isinstance(value, int) and not isinstance(value, bool)), path
+
+    walk(ir, "")
+    json.loads(canonical_json(ir))  # plain JSON
+
+
+# --- values ----------------------------------------------------------------------------------------
+
+def test_constant_link_values() -> None:
+    ir = resolve(scenario_from_dict(small(seed=7, sample_interval="100ms", measure={"from": "10s"},
+                                          link={"delay": "5ms", "loss": "0.5%"})))
+    assert ir["ir_version"] == 1
+    assert ir["duration_ns"] == 30 * S
+    assert ir["seed"] == 7
+    assert ir["sample_interval_ns"] == 100 * MS
+    assert ir["measure"] == {"from_ns": 10 * S, "to_ns": 30 * S}  # to defaults to the duration
+    assert ir["mss"] == 1448 and ir["header_bytes"] == 52
+    assert ir["link"]["capacity"] == {"kind": "constant", "rate_bps": 50_000_000}
+    assert ir["link"]["delay_ns"] == 5 * MS
+    assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
+    assert ir["link"]["schedule"] == [] and ir["link"]["aqm"] == "droptail"
+
+
+def test_defaults() -> None:
+    scenario = Scenario(name="d", duration="10s", link=Link(rate="10Mbps"), flows=[FlowGroup(cca="reno", rtt="20ms")])
+    assert (scenario.seed, scenario.sample_interval, scenario.mss) == (1, "10ms", 1448)
+    assert (scenario.measure.from_, scenario.measure.to) == ("0s", None)
+    link = scenario.link
+    assert (link.delay, link.buffer, link.loss, link.aqm, link.schedule) == ("0ms", "1bdp", 0.0, "droptail", [])
+    group = scenario.flows[0]
+    assert (group.count, group.start, group.stagger, group.stop, group.bytes, group.rwnd) == (1, "0s", "0s", None,
+                                                                                               None, None)
+
+
+def test_bdp_buffer_is_rate_times_min_rtt_rounded_up() -> None:
+    # 1.75 × 80 Mbit/s × 25 ms / 8 = 1.75 × 80e6 × 0.025 / 8 = 437 500 bytes (docs/ir.md's example)
+    ir = resolve(scenario_from_dict(small(link={"rate": "80Mbps", "buffer": "1.75bdp"},
+                                          flows=[{"cca": "cubic", "rtt": "25ms"}, {"cca": "reno", "rtt": "60ms"}])))
+    assert ir["link"]["buffer"] == {"bytes": 437_500, "packets": None}
+    # 1.1 × 3 Mbit/s × 7 ms / 8 = 2887.5 bytes → rounded up to 2888 (never below the asked-for size)
+    ir = resolve(scenario_from_dict(small(link={"rate": "3Mbps", "buffer": "1.1bdp"},
+                                          flows=[{"cca": "cubic", "rtt": "7ms"}])))
+    assert ir["link"]["buffer"]["bytes"] == 2888
+    assert buffer_bytes_for_bdp("1.1", 3_000_000, 7 * MS) == 2888
+
+
+def test_bdp_of_a_schedule_uses_the_initial_rate() -> None:
+    # 1 × 10 Mbit/s × 50 ms / 8 = 62 500 bytes, whatever the later rate
+    ir = resolve(scenario_from_dict(small(link={"rate": "10Mbps", "schedule": [{"at": "5s", "rate": "100Mbps"}]},
+                                          flows=[{"cca": "cubic", "rtt": "50ms"}])))
+    assert ir["link"]["buffer"]["bytes"] == 62_500
+
+
+@pytest.mark.parametrize(("buffer", "expected"), [("64pkts", {"bytes": None, "packets": 64}),
+                                                  ("100KB", {"bytes": 100_000, "packets": None}),
+                                                  ("64KiB", {"bytes": 65_536, "packets": None})])
+def test_fixed_buffers(buffer: str, expected: dict[str, Any]) -> None:
+    assert resolve(scenario_from_dict(small(link={"buffer": buffer})))["link"]["buffer"] == expected
+
+
+def test_groups_expand_with_sequential_ids_and_stagger() -> None:
+    ir = resolve(scenario_from_dict(small(flows=[
+        {"cca": "cubic", "count": 3, "rtt": "40ms", "start": "1s", "stagger": "2s"},
+        {"cca": {"name": "reno"}, "count": 2, "rtt": "80ms", "stop": "25s", "bytes": "10MB", "rwnd": "64KiB"},
+    ])))
+    summary = [(f["id"], f["group"], f["cca"], f["rtt_ns"], f["start_ns"], f["stop_ns"], f["bytes"], f["rwnd_bytes"])
+               for f in ir["flows"]]
+    assert summary == [
+        (0, 0, "cubic", 40 * MS, 1 * S, None, None, None),
+        (1, 0, "cubic", 40 * MS, 3 * S, None, None, None),  # start + 1 × stagger
+        (2, 0, "cubic", 40 * MS, 5 * S, None, None, None),  # start + 2 × stagger
+        (3, 1, "reno", 80 * MS, 0, 25 * S, 10_000_000, 65_536),
+        (4, 1, "reno", 80 * MS, 0, 25 * S, 10_000_000, 65_536),
+    ]
+    assert all(f["cca_params"] == {} for f in ir["flows"])
+
+
+def test_cca_parameters_reach_the_ir(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cclab._native as native
+
+    real = native.algorithms()
+    monkeypatch.setattr(native, "algorithms", lambda: {**real, "bbr_test": ["cwnd_gain", "pacing_gain"]})
+    ir = resolve(scenario_from_dict(small(flows=[{"cca": {"name": "bbr_test", "cwnd_gain": 1.5}, "rtt": "40ms"}])))
+    assert ir["flows"][0]["cca"] == "bbr_test"
+    assert ir["flows"][0]["cca_params"] == {"cwnd_gain": 1.5}
+
+
+def test_schedule_and_loss_models_in_the_ir() -> None:
+    ir = resolve(scenario_from_dict(small(link={
+        "rate": "10Mbps",
+        "loss": {"model": "gilbert-elliott", "p": 0.01, "r": 0.25, "h": 0.1},
+        "schedule": [{"at": "10s", "rate": "20Mbps"}, {"at": "15s", "delay": "10ms", "loss": 0.01},
+                     {"at": "20s", "loss": {"model": "bernoulli", "p": 0.02}}],
+    })))
+    assert ir["link"]["loss"] == {"kind": "gilbert_elliott", "p": 0.01, "r": 0.25, "h": 0.1, "k": 1.0}
+    assert ir["link"]["schedule"] == [
+        {"at_ns": 10 * S, "rate_bps": 20_000_000, "delay_ns": None, "loss": None},
+        {"at_ns": 15 * S, "rate_bps": None, "delay_ns": 10 * MS, "loss": {"kind": "bernoulli", "p": 0.01}},
+        {"at_ns": 20 * S, "rate_bps": None, "delay_ns": None, "loss": {"kind": "bernoulli", "p": 0.02}},
+    ]
+
+
+# --- traces --------------------------------------------------------------------------------------------
+
+def test_bundled_traces_are_present_and_small() -> None:
+    names = bundled_traces()
+    assert {"Verizon-LTE-short.down", "Verizon-LTE-short.up", "TMobile-LTE-short.down"} <= set(names)
+    assert sum((BUNDLED_TRACE_DIR / n).stat().st_size for n in names) < 5_000_000
+
+
+def test_verizon_trace_mean_rate_and_bdp() -> None:
+    trace = load_trace("traces/Verizon-LTE-short.down")
+    # 58 655 opportunities × 1500 B × 8 / 140 s = 5 027 571.4 bit/s (shared/traces/README.md: 5.0 Mbps)
+    assert len(trace.opportunities_ms) == 58_655 and trace.period_ms == 140_000
+    assert trace.mean_rate_bps == pytest.approx(5_027_571.43, abs=0.01)
+    link = {"trace": "traces/Verizon-LTE-short.down", "delay": "50ms", "buffer": "1bdp"}
+    ir = resolve(scenario_from_dict({**small(flows=[{"cca": "cubic", "rtt": "100ms"}]), "link": link}))
+    # 1 BDP = 5 027 571.43 bit/s × 0.1 s / 8 = 62 844.6 → 62 845 bytes
+    assert ir["link"]["buffer"]["bytes"] == 62_845
+    capacity = ir["link"]["capacity"]
+    assert capacity["period_ns"] == 140 * S and capacity["bytes_per_opportunity"] == 1500
+    assert capacity["opportunities_ns"][:4] == [0, 0, 1 * MS, 1 * MS]
+    assert len(capacity["opportunities_ns"]) == 58_655
+
+
+def test_small_trace_with_shared_milliseconds(tmp_path: Path) -> None:
+    (tmp_path / "t.trace").write_text("0\n0\n5\n10\n")
+    trace = load_trace("t.trace", tmp_path)
+    # 4 opportunities × 1500 B × 8 per 10 ms = 4.8 Mbit/s
+    assert trace.mean_rate_bps == pytest.approx(4_800_000)
+    assert trace.opportunities_ns == [0, 0, 5 * MS, 10 * MS] and trace.period_ns == 10 * MS
+
+
+def test_trace_lookup_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "scen").mkdir()
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "scen" / "x.trace").write_text("0\n10\n")
+    (tmp_path / "cwd" / "x.trace").write_text("0\n20\n")
+    (tmp_path / "cwd" / "y.trace").write_text("0\n30\n")
+    monkeypatch.chdir(tmp_path / "cwd")
+    assert find_trace("x.trace", tmp_path / "scen") == (tmp_path / "scen" / "x.trace").resolve()  # scenario dir first
+    assert find_trace("y.trace", tmp_path / "scen") == (tmp_path / "cwd" / "y.trace").resolve()   # then the CWD
+    assert find_trace(str(tmp_path / "scen" / "x.trace")) == (tmp_path / "scen" / "x.trace").resolve()  # absolute
+    bundled = BUNDLED_TRACE_DIR / "Verizon-LTE-short.up"
+    assert find_trace("Verizon-LTE-short.up", tmp_path / "scen") == bundled  # bundled, by name
+    assert find_trace("traces/Verizon-LTE-short.up", tmp_path / "scen") == bundled  # or as traces/NAME
+
+
+def test_trace_relative_to_the_scenario_file(tmp_path: Path) -> None:
+    (tmp_path / "my.trace").write_text("0\n1\n2\n")
+    (tmp_path / "s.toml").write_text('duration = "1s"\n[link]\ntrace = "my.trace"\nbuffer = "10pkts"\n'
+                                     '[[flows]]\ncca = "cubic"\nrtt = "10ms"\n')
+    scenario = load_scenario(tmp_path / "s.toml")
+    assert scenario.name == "s"  # defaults to the file's stem
+    assert scenario.base_dir == tmp_path.resolve()
+    assert resolve(scenario)["link"]["capacity"]["opportunities_ns"] == [0, MS, 2 * MS]
+
+
+# --- hashing ----------------------------------------------------------------------------------------------
+
+def test_ir_hash_is_stable_and_content_addressed(tmp_path: Path) -> None:
+    ir = resolve(scenario_from_dict(small()))
+    digest = ir_hash(ir)
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    assert ir_hash(json.loads(json.dumps(ir))) == digest  # key order does not matter
+    assert ir_hash(resolve(scenario_from_dict(small(seed=2)))) != digest
+    # the trace's location is provenance, not content
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d / "t.trace").write_text("0\n5\n10\n")
+    hashes = {ir_hash(resolve(scenario_from_dict({**small(), "link": {"trace": "t.trace"}}, tmp_path / d)))
+              for d in ("a", "b")}
+    assert len(hashes) == 1
+
+
+# --- Python ⇔ TOML ---------------------------------------------------------------------------------------
+
+PYTHON_TOML = '''
+name = "py"
+duration = "60s"
+seed = 3
+measure = { from = "20s", to = "50s" }
+
+[link]
+rate = "80Mbps"
+buffer = "1.75bdp"
+loss = { model = "gilbert-elliott", p = 0.01, r = 0.5 }
+schedule = [{ at = "30s", rate = "40Mbps" }]
+
+[[flows]]
+cca = "cubic"
+count = 2
+rtt = "25ms"
+stagger = "2s"
+
+[[flows]]
+cca = { name = "reno" }
+rtt = "50ms"
+start = "5s"
+stop = "45s"
+bytes = "100MB"
+rwnd = "4MB"
+'''
+
+
+def python_scenario() -> Scenario:
+    return Scenario(
+        name="py",
+        duration="60s",
+        seed=3,
+        measure=Measure(from_="20s", to="50s"),
+        link=Link(rate="80Mbps", buffer="1.75bdp", loss=LossModel(model="gilbert-elliott", p=0.01, r=0.5),
+                  schedule=[ScheduleEntry(at="30s", rate="40Mbps")]),
+        flows=[
+            FlowGroup(cca="cubic", count=2, rtt="25ms", stagger="2s"),
+            FlowGroup(cca=Cca(name="reno"), rtt="50ms", start="5s", stop="45s", bytes="100MB", rwnd="4MB"),
+        ],
+    )
+
+
+def test_python_scenario_equals_the_equivalent_toml(tmp_path: Path) -> None:
+    path = tmp_path / "py.toml"
+    path.write_text(PYTHON_TOML)
+    loaded = load_scenario(path)
+    built = python_scenario()
+    assert built == loaded  # the directory a scenario came from does not take part
+    assert resolve(built) == resolve(loaded)
+    assert built.link.rate == "80Mbps"  # the user's strings are kept
+
+
+def test_to_toml_round_trips() -> None:
+    built = python_scenario()
+    text = built.to_toml()
+    assert "base_dir" not in text
+    again = scenario_from_dict(tomllib.loads(text))
+    assert again == built
+    assert tomllib.loads(text)["flows"][1]["cca"] == {"name": "reno"}
+
+
+# --- examples ----------------------------------------------------------------------------------------------
+
+def test_all_examples_are_here() -> None:
+    assert {p.name for p in EXAMPLES} >= {"cubic-vs-reno.toml", "bbr-vs-cubic.toml", "verizon-trace.toml",
+                                          "rate-step.toml", "finite-flows.toml"}
+
+
+@pytest.mark.usefixtures("engine_with_bbr")
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_loads_resolves_and_round_trips(path: Path) -> None:
+    scenario = load_scenario(path)
+    ir = resolve(scenario)
+    assert ir["name"] == path.stem
+    assert scenario_from_dict(tomllib.loads(scenario.to_toml()), scenario.base_dir) == scenario
+
+
+@pytest.mark.usefixtures("engine_with_bbr")
+def test_example_values() -> None:
+    ir = resolve(load_scenario(REPO / "examples" / "bbr-vs-cubic.toml"))
+    assert ir["link"]["buffer"]["bytes"] == 437_500  # 1.75 × 80e6 × 0.025 / 8
+    assert [f["cca"] for f in ir["flows"]].count("bbr") == 2
+    assert ir["measure"] == {"from_ns": 20 * S, "to_ns": 60 * S}
+    ir = resolve(load_scenario(REPO / "examples" / "cubic-vs-reno.toml"))
+    assert ir["link"]["buffer"]["bytes"] == 250_000  # 50e6 × 0.040 / 8
+    assert ir["duration_ns"] == 30 * S and {f["cca"] for f in ir["flows"]} == {"cubic", "reno"}
+    ir = resolve(load_scenario(REPO / "examples" / "rate-step.toml"))
+    assert [c["rate_bps"] for c in ir["link"]["schedule"]] == [20_000_000, 10_000_000]

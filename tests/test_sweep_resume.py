@@ -1,0 +1,90 @@
+"""Kill a running `cclab sweep` with SIGKILL, rerun it, and check that the
+resumed sweep holds exactly the records a clean run produces (DESIGN.md
+principle 4, "Nothing lost"; determinism makes the bytes identical)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import needs_engine
+
+from cclab.record import is_complete
+
+CLI = "import typer; from cclab.cli_sweep import register; app = typer.Typer(); register(app); app()"
+
+SWEEP = textwrap.dedent(
+    """
+    trials = 2
+    [base]
+    name = "resume"
+    duration = "6s"
+    sample_interval = "100ms"
+    [base.link]
+    rate = "20Mbps"
+    buffer = "1bdp"
+    [[base.flows]]
+    cca = "cubic"
+    rtt = "30ms"
+    [[base.flows]]
+    cca = "reno"
+    rtt = "30ms"
+    [axes]
+    "link.buffer" = ["0.5bdp", "1bdp", "2bdp", "4bdp"]
+    "flows[1].cca" = ["reno", "cubic"]
+    """
+)
+
+
+def sweep_cmd(sweep_file: Path, out: Path) -> list[str]:
+    return [sys.executable, "-c", CLI, "sweep", str(sweep_file), "--out", str(out), "--jobs", "2", "--no-progress"]
+
+
+def records(out: Path) -> dict[str, bytes]:
+    runs = out / "runs"
+    assert all(is_complete(d) for d in runs.iterdir()), sorted(p.name for p in runs.iterdir())
+    return {d.name: (d / "flows.parquet").read_bytes() for d in runs.iterdir()}
+
+
+def complete_count(out: Path) -> int:
+    runs = out / "runs"
+    return sum(1 for d in runs.iterdir() if is_complete(d)) if runs.is_dir() else 0
+
+
+@needs_engine
+@pytest.mark.timeout(600)
+def test_sigkill_then_resume_equals_clean_run(tmp_path):
+    f = tmp_path / "sweep.toml"
+    f.write_text(SWEEP)
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    subprocess.run(sweep_cmd(f, clean), check=True, capture_output=True, timeout=300)
+    expected = records(clean)
+    assert len(expected) == 16
+
+    proc = subprocess.Popen(sweep_cmd(f, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while complete_count(killed) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)  # the sweep process only: its workers must die with it
+    proc.wait()
+    done_at_kill = complete_count(killed)
+    assert 0 < done_at_kill < 16, f"sweep was not killed mid-way ({done_at_kill} of 16 complete)"
+    time.sleep(0.5)  # a surviving worker would still be writing now
+    assert complete_count(killed) == done_at_kill, "a worker outlived the killed sweep"
+
+    r = subprocess.run(sweep_cmd(f, killed), check=True, capture_output=True, text=True, timeout=300)
+    assert f"{done_at_kill} already complete" in r.stdout
+    assert records(killed) == expected
+    assert not [p for p in (killed / "runs").iterdir() if ".tmp" in p.name]
+    a = pd.read_parquet(clean / "results.parquet")
+    b = pd.read_parquet(killed / "results.parquet")
+    pd.testing.assert_frame_equal(a, b)
+    assert json.loads((killed / "failures.json").read_text()) == []
