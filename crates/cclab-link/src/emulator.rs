@@ -1,4 +1,4 @@
-//! The real-time emulator: two TUN devices, one [`LinkModel`], one thread.
+//! The real-time emulator: two TUN devices, one thread per direction.
 //!
 //! Protocol with the orchestrator (python/cclab/kernel/backend.py):
 //! 1. start `cclab-link emulate --ir resolved.json --snd-netns P --rcv-netns Q --out DIR`;
@@ -11,14 +11,22 @@
 //!    t0 + k·interval (k = 1 … ⌊duration/interval⌋) into `DIR/link.csv` and
 //!    `DIR/link_flows.csv`; on SIGTERM it writes `DIR/emulator.json`
 //!    (lateness percentiles, counters, settings) and exits 0.
+//!
+//! Threads: the *data* thread reads the sender side, runs the bottleneck
+//! model and writes the receiver side (and samples); the *ACK* thread reads
+//! the receiver side, delays and writes the sender side. The two directions
+//! share nothing (docs/ir.md: ACKs see delay only), and on a 2-CPU machine
+//! the kernel work each write triggers (the receiver's TCP input, resp. the
+//! sender's ACK processing and its next transmissions, both run inside the
+//! writing thread's syscall) proceeds on both CPUs at once.
 
 use crate::config::{self, Capacity as IrCapacity, Ir};
-use crate::model::{Capacity, Delivery, Dir, FlowPath, LinkModel, LinkParams, LossModel, RateSteps, Trace};
+use crate::model::{Capacity, Delivery, FlowPath, LinkCounters, LinkModel, LinkParams, LossModel, RateSteps, Trace};
 use crate::stats::Lateness;
 use crate::sys;
 use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 
 pub struct EmulatorArgs {
     pub ir_path: String,
@@ -66,30 +74,29 @@ pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     })
 }
 
-struct Io {
-    snd: OwnedFd,
-    rcv: OwnedFd,
+/// One direction's output side: where packets are written, and what that cost.
+struct Out {
+    fd: RawFd,
     pool: Vec<Vec<u8>>,
     lateness: Lateness,
     interval_late_max: u64,
     write_errors: u64,
-    data_written_bytes: u64,
+    written_bytes: u64,
 }
 
-impl Io {
+impl Out {
+    fn new(fd: RawFd) -> Self {
+        Out { fd, pool: Vec::new(), lateness: Lateness::default(), interval_late_max: 0, write_errors: 0, written_bytes: 0 }
+    }
+
     fn deliver(&mut self, d: Delivery<Vec<u8>>) {
         match d {
-            Delivery::Deliver { dir, due, pkt } => {
-                let fd: RawFd = if dir == Dir::Data { self.rcv.as_raw_fd() } else { self.snd.as_raw_fd() };
+            Delivery::Deliver { due, pkt, .. } => {
                 let late = sys::mono_ns().saturating_sub(due);
                 self.lateness.record(late);
                 self.interval_late_max = self.interval_late_max.max(late);
-                match sys::write_fd(fd, &pkt) {
-                    Ok(_) => {
-                        if dir == Dir::Data {
-                            self.data_written_bytes += pkt.len() as u64;
-                        }
-                    }
+                match sys::write_fd(self.fd, &pkt) {
+                    Ok(_) => self.written_bytes += pkt.len() as u64,
                     Err(_) => self.write_errors += 1,
                 }
                 self.pool.push(pkt);
@@ -107,13 +114,154 @@ fn flow_of(pkt: &[u8], data: bool, n: usize) -> Option<u32> {
     config::flow_of_addr([pkt[off], pkt[off + 1], pkt[off + 2], pkt[off + 3]], n)
 }
 
+/// What a direction's thread reports when it ends.
+struct DirReport {
+    lateness: Lateness,
+    counters: LinkCounters,
+    queued_packets: u64,
+    in_delay_lines: u64,
+    write_errors: u64,
+    written_bytes: u64,
+    reads: u64,
+    wakeups: u64,
+    non_ipv4: u64,
+    rt_prio: i32,
+    cpu_ns: u64,
+}
+
+/// Periodic samples of the data direction (None for the ACK thread).
+struct Sampling {
+    t0: u64,
+    interval: u64,
+    n_samples: u64,
+    k: u64,
+    link_csv: BufWriter<File>,
+    flows_csv: BufWriter<File>,
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The loop of one direction: read `in_fd` (stamping each packet with the
+/// time it was read), let the model schedule it, write it to the other side
+/// when due, sleep in ppoll until the next deadline or packet.
+#[allow(clippy::too_many_arguments)]
+fn direction_loop(
+    data: bool,
+    mut model: LinkModel<Vec<u8>>,
+    in_fd: RawFd,
+    out_fd: RawFd,
+    n_flows: usize,
+    mut sampling: Option<Sampling>,
+    args_spin_ns: u64,
+    rt_prio: i32,
+    mask: libc::sigset_t,
+) -> Result<DirReport, String> {
+    sys::set_timer_slack_1ns();
+    let rt = if rt_prio > 0 { sys::set_realtime(rt_prio).map(|_| rt_prio).unwrap_or(0) } else { 0 };
+    let cpu0 = thread_cpu_ns();
+    let mut out = Out::new(out_fd);
+    let mut scratch = vec![0u8; 65536];
+    let (mut reads, mut wakeups, mut non_ip) = (0u64, 0u64, 0u64);
+    let mut fds = [libc::pollfd { fd: in_fd, events: libc::POLLIN, revents: 0 }];
+    while !sys::stop_requested() {
+        let now = sys::mono_ns();
+        if let Some(s) = sampling.as_mut() {
+            // samples due: the model's state exactly at t0 + k·interval
+            while s.k <= s.n_samples && s.t0 + s.k * s.interval <= now {
+                let t = s.t0 + s.k * s.interval;
+                model.advance(t, &mut |d| out.deliver(d));
+                let c = &model.counters;
+                writeln!(
+                    s.link_csv,
+                    "{},{},{},{},{},{},{},{},{},0,{},{},{},{},{}",
+                    s.k * s.interval,
+                    model.queue_bytes(),
+                    model.queue_packets(),
+                    c.sojourn_sum_ns,
+                    c.departed_packets,
+                    c.egress_bytes,
+                    c.arrival_bytes,
+                    c.drops_overflow,
+                    c.drops_random,
+                    model.capacity().sample_bps(t - s.interval, t),
+                    model.delay_at(t),
+                    out.interval_late_max,
+                    out.written_bytes,
+                    out.write_errors
+                )
+                .ok();
+                for (i, f) in model.flow_counters.iter().enumerate() {
+                    writeln!(s.flows_csv, "{},{},{},{},{}", s.k * s.interval, i, f.egress_bytes, f.arrival_bytes, f.drops).ok();
+                }
+                out.interval_late_max = 0;
+                s.k += 1;
+            }
+        }
+        for _ in 0..256 {
+            match sys::read_fd(in_fd, &mut scratch) {
+                Ok(len) if len > 0 => {
+                    reads += 1;
+                    let stamp = sys::mono_ns();
+                    let mut buf = out.pool.pop().unwrap_or_default();
+                    buf.clear();
+                    buf.extend_from_slice(&scratch[..len]);
+                    if buf[0] >> 4 != 4 {
+                        non_ip += 1;
+                    }
+                    let flow = flow_of(&buf, data, n_flows);
+                    if data {
+                        model.on_data(stamp, flow, len as u32, buf);
+                    } else {
+                        model.on_ack(stamp, flow, buf);
+                    }
+                }
+                _ => break,
+            }
+        }
+        model.advance(sys::mono_ns(), &mut |d| out.deliver(d));
+        let mut deadline = model.next_event().unwrap_or(u64::MAX);
+        if let Some(s) = sampling.as_ref() {
+            if s.k <= s.n_samples {
+                deadline = deadline.min(s.t0 + s.k * s.interval);
+            }
+        }
+        let now = sys::mono_ns();
+        if deadline <= now + args_spin_ns {
+            continue;
+        }
+        // at most 50 ms, so a stop request seen by the other thread is seen here too
+        let timeout = deadline.saturating_sub(now).min(50_000_000);
+        wakeups += 1;
+        sys::ppoll(&mut fds, Some(timeout), &mask).map_err(|e| format!("ppoll: {e}"))?;
+    }
+    if let Some(mut s) = sampling {
+        s.link_csv.flush().ok();
+        s.flows_csv.flush().ok();
+    }
+    Ok(DirReport {
+        lateness: out.lateness,
+        counters: model.counters.clone(),
+        queued_packets: model.queue_packets(),
+        in_delay_lines: model.in_flight_packets(),
+        write_errors: out.write_errors,
+        written_bytes: out.written_bytes,
+        reads,
+        wakeups,
+        non_ipv4: non_ip,
+        rt_prio: rt,
+        cpu_ns: thread_cpu_ns() - cpu0,
+    })
+}
+
 pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     let text = std::fs::read_to_string(&args.ir_path).map_err(|e| format!("{}: {e}", args.ir_path))?;
     let ir = Ir::from_json(&text)?;
-    let mask = sys::install_stop_signals();
+    let mask = sys::install_stop_signals(); // before any thread exists: every thread inherits the blocked mask
     sys::die_with_parent();
-    sys::set_timer_slack_1ns();
-    let rt = if args.rt_prio > 0 { sys::set_realtime(args.rt_prio).map(|_| args.rt_prio).unwrap_or(0) } else { 0 };
     let snd = sys::open_tun_in(&args.snd_netns, &args.dev).map_err(|e| e.to_string())?;
     let rcv = sys::open_tun_in(&args.rcv_netns, &args.dev).map_err(|e| e.to_string())?;
     println!("ready");
@@ -125,133 +273,65 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| format!("expected 'start <t0_ns>' on stdin, got {line:?}"))?;
 
-    let params = link_params(&ir, t0)?;
     let n_flows = ir.flows.len();
-    let mut model: LinkModel<Vec<u8>> = LinkModel::new(params);
-    let out = |name: &str| -> Result<BufWriter<File>, String> {
+    let create = |name: &str| -> Result<BufWriter<File>, String> {
         let p = format!("{}/{name}", args.out_dir);
         File::create(&p).map(BufWriter::new).map_err(|e| format!("{p}: {e}"))
     };
-    let mut link_csv = out("link.csv")?;
-    let mut flows_csv = out("link_flows.csv")?;
+    let mut link_csv = create("link.csv")?;
+    let mut flows_csv = create("link_flows.csv")?;
     writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors").ok();
     writeln!(flows_csv, "time_ns,flow_id,egress_bytes,arrival_bytes,drops").ok();
+    let sampling = Sampling { t0, interval: ir.sample_interval_ns, n_samples: ir.duration_ns / ir.sample_interval_ns, k: 1, link_csv, flows_csv };
 
-    let mut io = Io { snd, rcv, pool: Vec::new(), lateness: Lateness::default(), interval_late_max: 0, write_errors: 0, data_written_bytes: 0 };
-    let interval = ir.sample_interval_ns;
-    let n_samples = ir.duration_ns / interval;
-    let mut k: u64 = 1;
-    let mut scratch = vec![0u8; 65536];
-    let (mut non_ip, mut wakeups, mut reads) = (0u64, 0u64, 0u64);
-    let cpu0 = sys::process_cpu_ns();
     let wall0 = sys::mono_ns();
-    let mut fds = [
-        libc::pollfd { fd: io.snd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: io.rcv.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-    ];
-
-    while !sys::stop_requested() {
-        let now = sys::mono_ns();
-        // samples due: the model's state exactly at t0 + k·interval
-        while k <= n_samples && t0 + k * interval <= now {
-            let t = t0 + k * interval;
-            model.advance(t, &mut |d| io.deliver(d));
-            let c = &model.counters;
-            writeln!(
-                link_csv,
-                "{},{},{},{},{},{},{},{},{},0,{},{},{},{},{}",
-                k * interval,
-                model.queue_bytes(),
-                model.queue_packets(),
-                c.sojourn_sum_ns,
-                c.departed_packets,
-                c.egress_bytes,
-                c.arrival_bytes,
-                c.drops_overflow,
-                c.drops_random,
-                model.capacity().sample_bps(t - interval, t),
-                model.delay_at(t),
-                io.interval_late_max,
-                io.data_written_bytes,
-                io.write_errors
-            )
-            .ok();
-            for (i, f) in model.flow_counters.iter().enumerate() {
-                writeln!(flows_csv, "{},{},{},{},{}", k * interval, i, f.egress_bytes, f.arrival_bytes, f.drops).ok();
-            }
-            io.interval_late_max = 0;
-            k += 1;
-        }
-        // read everything waiting on both sides, stamped with the time we read it
-        for (side, data) in [(0usize, true), (1usize, false)] {
-            let fd = if side == 0 { io.snd.as_raw_fd() } else { io.rcv.as_raw_fd() };
-            for _ in 0..512 {
-                match sys::read_fd(fd, &mut scratch) {
-                    Ok(len) if len > 0 => {
-                        reads += 1;
-                        let stamp = sys::mono_ns();
-                        let mut buf = io.pool.pop().unwrap_or_default();
-                        buf.clear();
-                        buf.extend_from_slice(&scratch[..len]);
-                        let flow = flow_of(&buf, data, n_flows);
-                        if buf[0] >> 4 != 4 {
-                            non_ip += 1;
-                        }
-                        if data {
-                            model.on_data(stamp, flow, len as u32, buf);
-                        } else {
-                            model.on_ack(stamp, flow, buf);
-                        }
-                    }
-                    _ => break,
-                }
-            }
-        }
-        let now = sys::mono_ns();
-        model.advance(now, &mut |d| io.deliver(d));
-        // sleep until the next thing is due (or a packet arrives)
-        let mut deadline = model.next_event().unwrap_or(u64::MAX);
-        if k <= n_samples {
-            deadline = deadline.min(t0 + k * interval);
-        }
-        let now = sys::mono_ns();
-        if deadline <= now + args.spin_ns {
-            continue;
-        }
-        let timeout = if deadline == u64::MAX { Some(100_000_000) } else { Some((deadline - now).min(100_000_000)) };
-        wakeups += 1;
-        sys::ppoll(&mut fds, timeout, &mask).map_err(|e| format!("ppoll: {e}"))?;
-    }
+    let cpu0 = sys::process_cpu_ns();
+    let (snd_fd, rcv_fd) = (snd.as_raw_fd(), rcv.as_raw_fd());
+    let (spin, prio) = (args.spin_ns, args.rt_prio);
+    let ack_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    let ack_thread = std::thread::Builder::new()
+        .name("cclab-link-ack".into())
+        .spawn(move || direction_loop(false, ack_model, rcv_fd, snd_fd, n_flows, None, spin, prio, mask))
+        .map_err(|e| e.to_string())?;
+    let data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    let data = direction_loop(true, data_model, snd_fd, rcv_fd, n_flows, Some(sampling), spin, prio, mask);
+    let ack = ack_thread.join().map_err(|_| "ACK thread panicked".to_string())?;
+    let (data, ack) = (data?, ack?);
+    drop((snd, rcv));
 
     let wall = sys::mono_ns() - wall0;
     let cpu = sys::process_cpu_ns() - cpu0;
-    link_csv.flush().ok();
-    flows_csv.flush().ok();
-    let c = &model.counters;
-    let l = &io.lateness;
+    let mut lat = Lateness::default();
+    lat.merge(&data.lateness);
+    lat.merge(&ack.lateness);
+    let c = &data.counters;
+    let q = |l: &Lateness| {
+        serde_json::json!({"count": l.count(), "mean": l.mean_ns(), "p50": l.quantile_ns(0.5), "p90": l.quantile_ns(0.9),
+                           "p99": l.quantile_ns(0.99), "p999": l.quantile_ns(0.999), "max": l.max_ns()})
+    };
     let report = serde_json::json!({
         "emulator": "cclab-link",
         "version": crate::VERSION,
         "settings": {
-            "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": rt, "timer_slack_ns": 1,
+            "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": data.rt_prio.min(ack.rt_prio), "timer_slack_ns": 1,
+            "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay)",
             "queue": "drop-tail; a packet counts until its last bit is serialized",
             "byte_convention": "IP datagram length (IP+TCP headers+payload, no L2 framing)",
             "buffer_bytes": ir.link.buffer.bytes, "buffer_packets": ir.link.buffer.packets,
         },
-        "lateness_ns": {
-            "count": l.count(), "mean": l.mean_ns(), "p50": l.quantile_ns(0.5), "p90": l.quantile_ns(0.9),
-            "p99": l.quantile_ns(0.99), "p999": l.quantile_ns(0.999), "max": l.max_ns(),
-        },
+        "lateness_ns": q(&lat),
+        "lateness_ns_data": q(&data.lateness),
+        "lateness_ns_ack": q(&ack.lateness),
         "counters": {
-            "data_in": c.data_in, "data_out": c.data_out, "ack_in": c.ack_in, "ack_out": c.ack_out,
+            "data_in": c.data_in, "data_out": c.data_out, "ack_in": ack.counters.ack_in, "ack_out": ack.counters.ack_out,
             "arrival_packets": c.arrival_packets, "departed_packets": c.departed_packets,
             "drops_overflow": c.drops_overflow, "drops_random": c.drops_random,
-            "queued_packets": model.queue_packets(), "in_delay_lines": model.in_flight_packets(),
-            "egress_bytes": c.egress_bytes, "data_written_bytes": io.data_written_bytes,
-            "write_errors": io.write_errors, "non_ipv4": non_ip, "reads": reads, "wakeups": wakeups,
+            "queued_packets": data.queued_packets, "in_delay_lines": data.in_delay_lines, "acks_in_delay_line": ack.in_delay_lines,
+            "egress_bytes": c.egress_bytes, "data_written_bytes": data.written_bytes, "ack_written_bytes": ack.written_bytes,
+            "write_errors": data.write_errors + ack.write_errors, "non_ipv4": data.non_ipv4 + ack.non_ipv4,
+            "reads": data.reads + ack.reads, "wakeups": data.wakeups + ack.wakeups,
         },
-        "samples_written": k - 1,
-        "cpu_ns": cpu, "wall_ns": wall,
+        "cpu_ns": cpu, "cpu_ns_data_thread": data.cpu_ns, "cpu_ns_ack_thread": ack.cpu_ns, "wall_ns": wall,
     });
     let p = format!("{}/emulator.json", args.out_dir);
     std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| format!("{p}: {e}"))?;

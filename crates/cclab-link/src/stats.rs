@@ -27,6 +27,16 @@ impl Lateness {
         self.sum_ns += late_ns as u128;
     }
 
+    /// Add another histogram's samples (e.g. the other direction's thread).
+    pub fn merge(&mut self, o: &Lateness) {
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.count += o.count;
+        self.max_ns = self.max_ns.max(o.max_ns);
+        self.sum_ns += o.sum_ns;
+    }
+
     pub fn count(&self) -> u64 {
         self.count
     }

@@ -150,6 +150,9 @@ pub struct Bottleneck {
     in_service: Option<(Packet, Time)>,
     /// Whether a `Bottleneck` event is pending.
     pub busy: bool,
+    /// (rate, bytes, time) of the last serialization computed: packets are
+    /// mostly one size, so this skips a 128-bit division per packet.
+    tx_cache: (u64, u64, Dur),
     pub counters: LinkCounters,
 }
 
@@ -170,6 +173,7 @@ impl Bottleneck {
             queue_bytes: 0,
             in_service: None,
             busy: false,
+            tx_cache: (0, 0, Dur::ZERO),
             counters: LinkCounters::default(),
         }
     }
@@ -220,7 +224,11 @@ impl Bottleneck {
                 let pkt = self.queue.pop_front().expect("start_service on empty queue");
                 self.queue_bytes -= pkt.wire as u64;
                 self.counters.sojourn_sum_ns += (now - pkt.enqueued).0;
-                let done = now + rate.tx_time(pkt.wire as u64);
+                let (r, b) = (rate.0, pkt.wire as u64);
+                if self.tx_cache.0 != r || self.tx_cache.1 != b {
+                    self.tx_cache = (r, b, rate.tx_time(b));
+                }
+                let done = now + self.tx_cache.2;
                 self.in_service = Some((pkt, done));
                 done
             }

@@ -183,7 +183,10 @@ impl Sim {
         let exit = now + self.link.delay;
         for pkt in out.drain(..) {
             self.flows[pkt.flow as usize].egress_bytes += pkt.wire as u64;
-            if self.prop.push(exit, pkt) {
+            if self.link.delay.0 == 0 && self.prop.is_empty() {
+                // Zero propagation delay: the packet is at its receiver now.
+                self.receive(now, pkt);
+            } else if self.prop.push(exit, pkt) {
                 self.q.push(self.prop.head_time().unwrap(), Event::Propagation);
             }
         }
@@ -195,25 +198,30 @@ impl Sim {
 
     fn on_propagation(&mut self, now: Time) {
         while let Some(pkt) = self.prop.pop_due(now) {
-            let f = pkt.flow as usize;
-            let fl = &mut self.flows[f];
-            let had_delack = fl.receiver.delack_at.is_some();
-            if let Some(ack) = fl.receiver.on_segment(now, pkt.seq) {
-                if fl.acks.push(now + fl.ack_delay, ack) {
-                    self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
-                }
-            }
-            if let (Some(total), None) = (fl.total_bytes, fl.completion) {
-                if fl.receiver.rcv_nxt as u64 * self.scenario.mss as u64 >= total {
-                    fl.completion = Some(now);
-                }
-            }
-            if !had_delack && fl.receiver.delack_at.is_some() {
-                self.rearm(f);
-            }
+            self.receive(now, pkt);
         }
         if let Some(t) = self.prop.head_time() {
             self.q.push(t, Event::Propagation);
+        }
+    }
+
+    /// A data packet reaches its receiver.
+    fn receive(&mut self, now: Time, pkt: Packet) {
+        let f = pkt.flow as usize;
+        let fl = &mut self.flows[f];
+        let had_delack = fl.receiver.delack_at.is_some();
+        if let Some(ack) = fl.receiver.on_segment(now, pkt.seq) {
+            if fl.acks.push(now + fl.ack_delay, ack) {
+                self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
+            }
+        }
+        if let (Some(total), None) = (fl.total_bytes, fl.completion) {
+            if fl.receiver.rcv_nxt as u64 * self.scenario.mss as u64 >= total {
+                fl.completion = Some(now);
+            }
+        }
+        if !had_delack && fl.receiver.delack_at.is_some() {
+            self.rearm(f);
         }
     }
 

@@ -13,6 +13,7 @@ use crate::time::{Bandwidth, Dur, Time};
 use std::collections::BTreeMap;
 
 pub mod bbr;
+pub mod bbr3;
 pub mod cubic;
 pub mod reno;
 pub mod vegas;
@@ -225,12 +226,13 @@ pub enum Cc {
     Cubic(cubic::Cubic),
     /// `bbr` and its presets `bbr_shallow`, `bbr_cwnd_feedback`, `bbr_sticky_rtprop`.
     Bbr(bbr::Bbr),
+    Bbr3(bbr3::Bbr3),
     Vegas(vegas::Vegas),
 }
 
 /// The names `Cc::new` accepts.
 pub const ALGORITHMS: &[&str] =
-    &["reno", "cubic", "bbr", "vegas", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"];
+    &["reno", "cubic", "bbr", "bbr3", "vegas", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"];
 
 /// The parameters each algorithm accepts in `cca_params` (for front ends'
 /// validation and documentation). `None` for an unknown algorithm.
@@ -239,6 +241,7 @@ pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
         "reno" => Some(reno::PARAMS),
         "cubic" => Some(cubic::PARAMS),
         "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => Some(bbr::PARAMS),
+        "bbr3" => Some(bbr3::PARAMS),
         "vegas" => Some(vegas::PARAMS),
         _ => None,
     }
@@ -250,6 +253,7 @@ macro_rules! dispatch {
             Cc::Reno($cc) => $e,
             Cc::Cubic($cc) => $e,
             Cc::Bbr($cc) => $e,
+            Cc::Bbr3($cc) => $e,
             Cc::Vegas($cc) => $e,
         }
     };
@@ -266,6 +270,7 @@ impl Cc {
             "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => {
                 Ok(Cc::Bbr(bbr::Bbr::from_params(Params::new(name, params), seed)?))
             }
+            "bbr3" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(Params::new(name, params), seed)?)),
             "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(Params::new(name, params))?)),
             _ => Err(CcError(format!(
                 "unknown congestion control '{name}'; allowed: {}",

@@ -211,17 +211,34 @@ fn finite_flow_sends_exact_bytes_then_stops() {
 }
 
 #[test]
-fn pacing_spaces_segments_by_len_over_rate() {
+fn pacing_sends_tso_bursts_spaced_by_len_over_rate() {
+    // Linux paces skbs (tcp_update_skb_after_send: wstamp += len/rate); an
+    // skb holds tcp_tso_autosize() segments: ~1 ms of data, ≥ 2, ≤ 64 KB.
     let mut s = sender("reno");
-    // 1448 B at 11.584 Mbit/s = 1 ms per segment.
+    // 1448 B at 11.584 Mbit/s = 1 ms per segment; 1 ms of data < 2 segments → bursts of 2.
     s.conn.pacing_rate = Some(Bandwidth(11_584_000));
+    assert_eq!(s.tso_segs(), 2);
     let tx = send_all(&mut s, 0);
-    assert_eq!(tx.len(), 1);
+    assert_eq!(tx.len(), 2);
     assert!(s.pacing_blocked);
-    assert_eq!(s.pace_next, Time(MS));
-    let tx = send_all(&mut s, MS);
-    assert_eq!(tx.len(), 1);
     assert_eq!(s.pace_next, Time(2 * MS));
+    assert_eq!(send_all(&mut s, 2 * MS - 1).len(), 0, "held by the pacer");
+    assert_eq!(send_all(&mut s, 2 * MS).len(), 2);
+    assert_eq!(s.pace_next, Time(4 * MS));
+}
+
+#[test]
+fn tso_autosize_follows_linux() {
+    let mut s = sender("reno");
+    // 1 Gbit/s: 125 MB/s >> 10 = 122 KB, capped at a 64 KB skb = 45 segments.
+    s.conn.pacing_rate = Some(Bandwidth(1_000_000_000));
+    assert_eq!(s.tso_segs(), (65536 - 1 - 320) / 1448);
+    // 100 Mbit/s: 12.5 MB/s >> 10 = 12207 B = 8 segments.
+    s.conn.pacing_rate = Some(Bandwidth(100_000_000));
+    assert_eq!(s.tso_segs(), 8);
+    // Below 1.2 Mbit/s BBR allows single-segment skbs.
+    s.conn.pacing_rate = Some(Bandwidth(1_000_000));
+    assert_eq!(s.tso_segs(), 1);
 }
 
 #[test]

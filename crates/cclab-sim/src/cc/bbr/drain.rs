@@ -48,6 +48,7 @@ mod tests {
         b.check_drain(&mut c);
         assert_eq!(b.mode, Mode::Drain);
         assert_eq!(c.ssthresh, target, "ssthresh exported as the BDP on entering Drain");
+        b.update_gains(); // bbr_update_model: gains follow the mode on the same ACK
         c.in_flight = target + 1;
         b.check_drain(&mut c);
         assert_eq!(b.mode, Mode::Drain);

@@ -152,7 +152,6 @@ impl Harness {
             _ => panic!("not a BBRv1-family flow"),
         }
     }
-    #[cfg(any())]
     pub fn bbr3(&self) -> &crate::cc::bbr3::Bbr3 {
         match &self.flows[0].cc {
             Cc::Bbr3(b) => b,

@@ -1,0 +1,52 @@
+//! DRAIN (v3 tcp_bbr.c): pace at 0.344 (the code's `bbr_drain_gain`; the
+//! draft says 0.5) until the in-network packets fit one BDP, then enter
+//! PROBE_BW at DOWN (`bbr_check_drain`).
+
+use super::{Bbr3, Mode, BBR_UNIT};
+use crate::cc::Conn;
+
+impl Bbr3 {
+    /// `bbr_check_drain`.
+    pub(crate) fn check_drain(&mut self, conn: &mut Conn) {
+        if self.mode == Mode::Startup && self.full_bw_reached {
+            self.mode = Mode::Drain;
+            // Exported for monitoring: a non-infinite ssthresh marks Startup done.
+            conn.ssthresh = self.inflight(self.max_bw(), BBR_UNIT, conn.mss);
+            self.reset_congestion_signals();
+        }
+        if self.mode == Mode::Drain
+            && self.packets_in_net_at_edt(conn, conn.in_flight) <= self.inflight(self.max_bw(), BBR_UNIT, conn.mss)
+        {
+            self.mode = Mode::ProbeBw;
+            self.start_bw_probe_down(conn);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use crate::cc::bbr::harness::{Harness, Link};
+
+    #[test]
+    fn drain_exits_within_three_rounds_into_probe_bw_down() {
+        // VALIDATION.md BBRv3 table: Drain exits within 3 rounds; then PROBE_BW DOWN.
+        let link = Link::new(50_000_000, 30, 1448).with_buffer_bdp(8.0);
+        let mut h = Harness::new("bbr3", &[], link, 3);
+        while h.bbr3().mode != Mode::Drain && h.now_secs() < 3.0 {
+            h.step();
+        }
+        let t0 = h.now_secs();
+        let mut rounds = 0;
+        while h.bbr3().mode == Mode::Drain {
+            h.step();
+            if h.bbr3().round_start {
+                rounds += 1;
+            }
+        }
+        eprintln!("Drain: {rounds} round(s), {:.3} s", h.now_secs() - t0);
+        assert!(rounds <= 3);
+        assert_eq!(h.bbr3().mode, Mode::ProbeBw);
+        assert_eq!(h.bbr3().cycle_idx, Phase::Down);
+    }
+}

@@ -1,0 +1,122 @@
+//! PROBE_RTT (v3 tcp_bbr.c): if no RTT sample has been lower than the
+//! 5 s-window minimum for 5 s, cut cwnd to max(4, 0.5·BDP) for
+//! max(200 ms, 1 round), then cruise. min_rtt itself keeps a 10 s window.
+
+use super::{AckPhase, Bbr3, Mode};
+use crate::cc::{Conn, RateSample};
+
+impl Bbr3 {
+    /// `bbr_exit_probe_rtt`.
+    pub(crate) fn exit_probe_rtt(&mut self, conn: &Conn) {
+        self.reset_lower_bounds();
+        if self.full_bw_reached {
+            self.mode = Mode::ProbeBw;
+            // Re-raising inflight may cause loss: restart the ProbeBW clock
+            // and schedule the next probe at a randomized, friendly time;
+            // inflight is below BDP, so cruise.
+            self.start_bw_probe_down(conn);
+            self.start_bw_probe_cruise();
+        } else {
+            self.mode = Mode::Startup;
+        }
+    }
+
+    /// `bbr_check_probe_rtt_done`.
+    pub(crate) fn check_probe_rtt_done(&mut self, conn: &mut Conn) {
+        match self.probe_rtt_done_stamp {
+            Some(done) if conn.now > done => {}
+            _ => return,
+        }
+        self.probe_rtt_min_stamp = conn.now; // schedule the next ProbeRTT
+        conn.cwnd = conn.cwnd.max(self.prior_cwnd);
+        self.exit_probe_rtt(conn);
+    }
+
+    /// `bbr_update_min_rtt` (v3).
+    pub(crate) fn update_min_rtt(&mut self, conn: &mut Conn, rs: &RateSample) {
+        let probe_rtt_expired = conn.now > self.probe_rtt_min_stamp + self.cfg.probe_rtt_win;
+        if let Some(rtt) = rs.rtt {
+            let rtt = rtt.ns();
+            if rtt < self.probe_rtt_min_ns || (probe_rtt_expired && !rs.is_ack_delayed) {
+                self.probe_rtt_min_ns = rtt;
+                self.probe_rtt_min_stamp = conn.now;
+            }
+        }
+        let min_rtt_expired = conn.now > self.min_rtt_stamp + self.cfg.min_rtt_win;
+        if self.probe_rtt_min_ns <= self.min_rtt_ns || min_rtt_expired {
+            self.min_rtt_ns = self.probe_rtt_min_ns;
+            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        }
+
+        if self.cfg.probe_rtt_mode.ns() > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+            self.mode = Mode::ProbeRtt;
+            self.save_cwnd(conn);
+            self.probe_rtt_done_stamp = None;
+            self.ack_phase = AckPhase::ProbeStopping;
+            self.next_rtt_delivered = conn.delivered;
+        }
+
+        if self.mode == Mode::ProbeRtt {
+            conn.app_limited = (conn.delivered + conn.in_flight as u64).max(1);
+            if self.probe_rtt_done_stamp.is_none() && conn.in_flight <= self.probe_rtt_cwnd() {
+                self.probe_rtt_done_stamp = Some(conn.now + self.cfg.probe_rtt_mode);
+                self.probe_rtt_round_done = false;
+                self.next_rtt_delivered = conn.delivered;
+            } else if self.probe_rtt_done_stamp.is_some() {
+                if self.round_start {
+                    self.probe_rtt_round_done = true;
+                }
+                if self.probe_rtt_round_done {
+                    self.check_probe_rtt_done(conn);
+                }
+            }
+        }
+        if rs.delivered > 0 {
+            self.idle_restart = false;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::*;
+    use crate::cc::bbr::harness::{Harness, Link};
+
+    #[test]
+    fn probe_rtt_every_5s_at_half_bdp() {
+        // VALIDATION.md check 5 / v3 bbr_update_min_rtt: ProbeRTT every ~5 s,
+        // cwnd = max(4, 0.5·BDP), lasting ≥ 200 ms + 1 round.
+        let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);
+        let bdp = link.bdp_pkts();
+        let mut h = Harness::new("bbr3", &[], link, 5);
+        let (mut entries, mut exits) = (vec![], vec![]);
+        let mut max_cwnd_in_probe_rtt = 0;
+        let mut prev = Mode::Startup;
+        while h.now_secs() < 22.0 {
+            h.step();
+            let m = h.bbr3().mode;
+            if m == Mode::ProbeRtt {
+                max_cwnd_in_probe_rtt = max_cwnd_in_probe_rtt.max(h.conn().cwnd);
+            }
+            if m == Mode::ProbeRtt && prev != Mode::ProbeRtt {
+                entries.push(h.now_secs());
+            }
+            if m != Mode::ProbeRtt && prev == Mode::ProbeRtt {
+                exits.push(h.now_secs());
+            }
+            prev = m;
+        }
+        eprintln!("bbr3 ProbeRTT entries {entries:?} exits {exits:?}, max cwnd there {max_cwnd_in_probe_rtt} (BDP {bdp})");
+        assert!(entries.len() >= 3, "{entries:?}");
+        for w in entries.windows(2) {
+            let gap = w[1] - w[0];
+            assert!(gap > 5.0 && gap < 5.7, "gap {gap}");
+        }
+        for (e, x) in entries.iter().zip(&exits) {
+            assert!(x - e >= 0.2 && x - e < 0.2 + 4.0 * 0.040, "lasted {}", x - e);
+        }
+        // 0.5·BDP (+1 for the ceil in bbr_bdp, +the bw estimate's 1 % noise).
+        assert!(max_cwnd_in_probe_rtt as f64 <= (bdp as f64 * 0.5 * 1.02).ceil() + 1.0);
+        assert!(max_cwnd_in_probe_rtt >= 4);
+    }
+}
