@@ -67,6 +67,9 @@ pub struct Flow {
     pub start_ns: u64,
     pub stop_ns: Option<u64>,
     pub bytes: Option<u64>,
+    /// Receive-window limit: the receiver clamps its advertised window to this (TCP_WINDOW_CLAMP).
+    #[serde(default)]
+    pub rwnd_bytes: Option<u64>,
 }
 
 impl Ir {

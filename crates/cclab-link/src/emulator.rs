@@ -40,8 +40,15 @@ pub struct EmulatorArgs {
     pub rt_prio: i32,
 }
 
+/// How long before t0 a trace link already delivers (connections are set up then).
+const PRE_T0_NS: u64 = 30_000_000_000;
+
 /// Build the model's parameters from the IR, with the run's time zero `t0`.
 pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
+    link_params_at(ir, t0)
+}
+
+fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     let l = &ir.link;
     let capacity = match &l.capacity {
         IrCapacity::Constant { rate_bps } => {
@@ -49,7 +56,13 @@ pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
             Capacity::Rate(RateSteps::new(*rate_bps, changes))
         }
         IrCapacity::Trace { opportunities_ns, period_ns, bytes_per_opportunity, .. } => {
-            Capacity::Trace(Trace::new(t0, opportunities_ns.clone(), *period_ns, *bytes_per_opportunity)?)
+            // The trace is at phase 0 at t0, and already runs before t0 (a whole
+            // number of periods earlier) so the connections' handshakes, made
+            // before t0, find delivery opportunities.
+            let period = (*period_ns).max(1);
+            let m = PRE_T0_NS.div_ceil(period);
+            let origin = if t0 >= m.saturating_mul(period) { t0 - m * period } else { t0 % period };
+            Capacity::Trace(Trace::new(origin, opportunities_ns.clone(), *period_ns, *bytes_per_opportunity)?)
         }
     };
     let mut delay_steps = vec![(0, l.delay_ns)];
@@ -336,4 +349,29 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     let p = format!("{}/emulator.json", args.out_dir);
     std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| format!("{p}: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace_ir() -> Ir {
+        Ir::from_json(r#"{"name":"t","duration_ns":1000000000,"seed":1,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
+          "link":{"capacity":{"kind":"trace","path":"x","opportunities_ns":[1000000,3000000],"period_ns":4000000,"bytes_per_opportunity":1500},
+                  "delay_ns":0,"buffer":{"bytes":100000,"packets":null},"loss":{"kind":"bernoulli","p":0.0},"schedule":[]},
+          "flows":[{"id":0,"cca":"cubic","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"bytes":null}]}"#)
+        .unwrap()
+    }
+
+    #[test]
+    fn trace_is_at_phase_zero_at_t0_and_already_delivers_before_it() {
+        // Regression: the trace used to start at t0, so handshakes made before
+        // t0 waited until t0 and the run's setup overran its margin.
+        let t0 = 100_000_000_000;
+        let p = link_params(&trace_ir(), t0).unwrap();
+        let Capacity::Trace(tr) = &p.capacity else { panic!() };
+        assert_eq!(tr.time(tr.first_at_or_after(t0)), t0 + 1_000_000);
+        let before = t0 - 5_000_000_000;
+        assert!(tr.time(tr.first_at_or_after(before)) < before + 4_000_000);
+    }
 }

@@ -57,6 +57,16 @@ pub fn connect_with_cca(src: SocketAddrV4, dst: SocketAddrV4, cca: &str) -> io::
     }
 }
 
+/// Clamp the window `conn` advertises to `bytes` (TCP_WINDOW_CLAMP, tcp(7)).
+pub fn set_window_clamp(conn: &TcpStream, bytes: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v: libc::c_int = bytes.min(i32::MAX as u64) as libc::c_int;
+    let r = unsafe {
+        libc::setsockopt(conn.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, &v as *const _ as *const _, std::mem::size_of_val(&v) as u32)
+    };
+    cvt(r, "TCP_WINDOW_CLAMP").map(|_| ())
+}
+
 /// `cclab-link send`: connect every flow of the IR, print `connected`, then
 /// write from t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
 pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
@@ -112,6 +122,7 @@ pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
     let n = ir.flows.len();
     let listener = TcpListener::bind(SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT)).map_err(|e| format!("listen: {e}"))?;
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+    let rwnd: Vec<Option<u64>> = ir.flows.iter().map(|f| f.rwnd_bytes).collect();
     {
         let counts = counts.clone();
         std::thread::spawn(move || {
@@ -119,6 +130,12 @@ pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
                 let Ok(mut conn) = conn else { continue };
                 let Ok(std::net::SocketAddr::V4(peer)) = conn.peer_addr() else { continue };
                 let Some(flow) = config::flow_of_addr(peer.ip().octets(), n) else { continue };
+                if let Some(rwnd) = rwnd[flow as usize] {
+                    // The flow's receive-window limit: the advertised window never exceeds it.
+                    if let Err(e) = set_window_clamp(&conn, rwnd) {
+                        eprintln!("flow {flow}: {e}");
+                    }
+                }
                 let counts = counts.clone();
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 1 << 20];

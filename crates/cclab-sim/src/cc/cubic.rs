@@ -333,3 +333,118 @@ impl CongestionOps for Cubic {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn cubic() -> Cubic {
+        Cubic::from_params(Params::new("cubic", &BTreeMap::new())).unwrap()
+    }
+
+    /// Drive congestion avoidance with one ACK per packet, evenly spread over
+    /// each RTT, and return (time s, cwnd) once per RTT.
+    fn grow(c: &mut Cubic, conn: &mut Conn, rtt_ms: u64, secs: f64) -> Vec<(f64, u32)> {
+        let mut t = conn.now.0;
+        let mut out = vec![];
+        let rtt = rtt_ms * 1_000_000;
+        while (t as f64) < secs * 1e9 {
+            let w = conn.cwnd;
+            for i in 0..w {
+                conn.now = Time(t + rtt * i as u64 / w as u64);
+                let sample = AckSample { pkts_acked: 1, rtt: Some(crate::time::Dur(rtt)), in_flight: w };
+                c.pkts_acked(conn, &sample);
+                c.cong_avoid(conn, 1);
+            }
+            t += rtt;
+            out.push((t as f64 / 1e9, conn.cwnd));
+        }
+        out
+    }
+
+    #[test]
+    fn after_a_loss_cwnd_is_beta_wmax_and_regains_wmax_after_k_seconds() {
+        // VALIDATION.md check 4 / RFC 9438 §4.2, §4.6: ssthresh = 0.7·W_max;
+        // W(t) = C(t−K)³ + W_max with K = ∛(W_max(1−β)/C).
+        let mut c = cubic();
+        let mut conn = Conn::new(Time(1_000_000_000), 1448);
+        conn.is_cwnd_limited = true;
+        conn.cwnd = 1000;
+        conn.ssthresh = 10; // congestion avoidance
+        // Establish delay_min, then lose at W = 1000.
+        c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt: Some(crate::time::Dur(100_000_000)), in_flight: 1000 });
+        let ss = c.ssthresh(&conn);
+        assert_eq!(ss, 1000 * 717 / 1024); // β = 717/1024
+        assert_eq!(c.w_max(), 1000);
+        conn.cwnd = ss;
+        conn.ssthresh = ss;
+        let start = conn.now.secs_f64();
+        let trace = grow(&mut c, &mut conn, 100, start + 15.0);
+        let k = (1000.0 * (1.0 - 717.0 / 1024.0) / 0.4f64).cbrt();
+        // Each RTT cwnd climbs to the target W(t + RTT) computed at its start,
+        // so the trajectory follows W(t) = C(t − K)³ + W_max — within 1 % of
+        // W_max (Linux rounds the target to whole packets and updates it at
+        // most once per jiffy).
+        for &(t, w) in &trace {
+            let el = t - start;
+            let target = (0.4 * (el - k).powi(3) + 1000.0).max(0.0);
+            assert!((w as f64 - target).abs() <= 10.0, "t={el:.1}: cwnd {w} vs W(t) {target:.1}");
+        }
+        // And it sits at W_max around t = K.
+        let at_k = trace.iter().find(|&&(t, _)| t - start >= k).unwrap().1;
+        assert!((999..=1001).contains(&at_k), "cwnd at K: {at_k}");
+        // Concave before K (growth per RTT shrinks), convex after (it grows).
+        let d: Vec<i64> = trace.windows(2).map(|p| p[1].1 as i64 - p[0].1 as i64).collect();
+        let early = d[5] + d[6];
+        let near_k = d[(k * 10.0) as usize - 12] + d[(k * 10.0) as usize - 11];
+        let late = d[(k * 10.0) as usize + 25] + d[(k * 10.0) as usize + 26];
+        assert!(early > near_k && late > near_k, "early {early}, near K {near_k}, late {late}");
+    }
+
+    #[test]
+    fn fast_convergence_lowers_wmax_when_losing_below_previous_max() {
+        // RFC 9438 §4.7: W_max = cwnd·(1+β)/2 when cwnd < the previous W_max.
+        let mut c = cubic();
+        let mut conn = Conn::new(Time(0), 1448);
+        conn.cwnd = 1000;
+        c.ssthresh(&conn);
+        conn.cwnd = 800;
+        c.ssthresh(&conn);
+        assert_eq!(c.w_max(), 800 * (1024 + 717) / 2048);
+    }
+
+    #[test]
+    fn growth_is_capped_at_one_and_a_half_per_rtt() {
+        // tcp_cubic.c: cnt ≥ 2, i.e. at most +1 per 2 ACKed packets.
+        let mut c = cubic();
+        let mut conn = Conn::new(Time(1_000_000_000), 1448);
+        conn.is_cwnd_limited = true;
+        conn.cwnd = 100;
+        c.ssthresh(&conn); // W_max = 100
+        conn.cwnd = 20; // far below: the cubic target is huge
+        conn.ssthresh = 20;
+        let trace = grow(&mut c, &mut conn, 100, 1.0 + 0.1);
+        assert!(trace[0].1 <= 30, "{:?}", trace[0]);
+    }
+
+    #[test]
+    fn hystart_delay_exit_sets_ssthresh_in_slow_start() {
+        // HyStart delay test: min RTT of ≥ 8 samples in a round above
+        // delay_min + clamp(delay_min/8, 4, 16) ms ends slow start.
+        let mut c = cubic();
+        let mut conn = Conn::new(Time(0), 1448);
+        conn.cwnd = 32;
+        c.init(&mut conn);
+        let base = crate::time::Dur(40_000_000);
+        c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt: Some(base), in_flight: 32 });
+        // A new round begins (snd_una passed the round's end).
+        conn.delivered = 100;
+        // Samples 50 ms apart (no ACK train), all 10 ms above the minimum.
+        for i in 1..=10u64 {
+            conn.now = Time(i * 50_000_000);
+            c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt: Some(crate::time::Dur(50_000_000)), in_flight: 32 });
+        }
+        assert_eq!(conn.ssthresh, 32);
+    }
+}

@@ -325,7 +325,13 @@ impl Harness {
         let rtt = now - p.sent;
         f.conn.srtt = if f.conn.srtt.ns() == 0 { rtt } else { Dur((f.conn.srtt.ns() * 7 + rtt.ns()) / 8) };
         f.conn.min_rtt = Some(f.conn.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        // CA state machine (tcp_fastretrans_alert, simplified).
+        // CA state machine (tcp_fastretrans_alert, simplified): recovery ends
+        // once everything sent before it began is ACKed; losses detected on
+        // that same ACK start the next recovery at once.
+        if matches!(f.conn.ca_state, CaState::Recovery | CaState::Loss) && p.seq >= f.recovery_high {
+            f.cc.set_state(&mut f.conn, CaState::Open);
+            f.conn.ca_state = CaState::Open;
+        }
         if n > 0 && matches!(f.conn.ca_state, CaState::Open | CaState::Disorder) {
             f.conn.ssthresh = f.cc.ssthresh(&f.conn);
             f.cc.set_state(&mut f.conn, CaState::Recovery);
@@ -334,9 +340,6 @@ impl Harness {
             if !f.cc.has_cong_control() {
                 f.conn.cwnd = f.conn.ssthresh.max(2);
             }
-        } else if matches!(f.conn.ca_state, CaState::Recovery | CaState::Loss) && p.seq >= f.recovery_high {
-            f.cc.set_state(&mut f.conn, CaState::Open);
-            f.conn.ca_state = CaState::Open;
         }
         // tcp_rate_skb_delivered + tcp_rate_gen.
         if f.conn.app_limited != 0 && f.conn.delivered > f.conn.app_limited {

@@ -94,9 +94,11 @@ mod tests {
         // use 1 of 100: 1 > 1 is false → not too high.
         b.check_loss_too_high_in_startup(&c, &RateSample { lost: 1, tx_in_flight: 100, ..Default::default() });
         assert!(!b.full_bw_reached, "loss rate not above threshold");
+        b.loss_round_start = false;
         for _ in 0..6 {
             b.check_loss_too_high_in_startup(&c, &lossy);
         }
+        b.loss_round_start = true;
         b.check_loss_too_high_in_startup(&c, &lossy);
         assert!(b.full_bw_reached);
         assert_eq!(b.inflight_hi, b.inflight(b.max_bw(), BBR_UNIT, 1448));
