@@ -1,0 +1,39 @@
+"""Typed interface of the compiled simulator engine (crates/cclab-py)."""
+
+from typing import Any, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+ENGINE_VERSION: str
+IR_VERSION: int
+
+class Counters(TypedDict):
+    sent_packets: int
+    delivered_packets: int
+    dropped_packets: int
+    queued_packets: int
+    in_flight_packets: int
+    events: int
+
+class FlowInfo(TypedDict):
+    id: int
+    cca: str
+    completion_ns: int | None
+
+class RawOutput(TypedDict):
+    flows: dict[str, npt.NDArray[Any]]
+    link: dict[str, npt.NDArray[Any]]
+    state_names: dict[str, list[str]]
+    counters: Counters
+    flow_info: list[FlowInfo]
+    engine_version: str
+
+def algorithms() -> dict[str, list[str]]:
+    """Every congestion-control algorithm the engine has, with the names of the
+    parameters `cca_params` may set for it."""
+
+def simulate(ir_json: str) -> RawOutput:
+    """Run one resolved scenario (docs/ir.md, as JSON) and return the raw
+    cumulative sampled output of docs/record.md as numpy arrays. Releases the
+    GIL while running. Raises ValueError for an IR the engine rejects."""

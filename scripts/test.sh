@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# README command 2: install everything and run the whole test suite.
+# Kernel-backend tests need root (they create and remove their own network
+# namespaces); elsewhere they skip with the reason.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --test
+echo "== Rust: engine, algorithms, link emulator =="
+cargo test --release --locked -p cclab-sim -p cclab-link
+echo "== Python: schema, metrics, records, CLI, sweeps, figures, kernel backend =="
+python3 -m pytest -q tests
