@@ -34,8 +34,15 @@ pub struct Link {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Capacity {
-    Constant { rate_bps: u64 },
-    Trace { path: String, opportunities_ns: Vec<u64>, period_ns: u64, bytes_per_opportunity: u32 },
+    Constant {
+        rate_bps: u64,
+    },
+    Trace {
+        path: String,
+        opportunities_ns: Vec<u64>,
+        period_ns: u64,
+        bytes_per_opportunity: u32,
+    },
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -67,7 +74,7 @@ pub struct Flow {
     pub start_ns: u64,
     pub stop_ns: Option<u64>,
     pub bytes: Option<u64>,
-    /// Receive-window limit: the receiver clamps its advertised window to this (TCP_WINDOW_CLAMP).
+    /// Receive-window limit: the emulator clamps the receiver's advertised window to this (src/rwnd.rs).
     #[serde(default)]
     pub rwnd_bytes: Option<u64>,
 }
@@ -79,11 +86,17 @@ impl Ir {
             return Err("resolved IR: sample_interval_ns must be > 0".into());
         }
         if ir.flows.len() > MAX_FLOWS {
-            return Err(format!("resolved IR: {} flows; the kernel backend supports at most {MAX_FLOWS}", ir.flows.len()));
+            return Err(format!(
+                "resolved IR: {} flows; the kernel backend supports at most {MAX_FLOWS}",
+                ir.flows.len()
+            ));
         }
         for (i, f) in ir.flows.iter().enumerate() {
             if f.id as usize != i {
-                return Err(format!("resolved IR: flows[{i}].id is {}; expected ids 0..n in order", f.id));
+                return Err(format!(
+                    "resolved IR: flows[{i}].id is {}; expected ids 0..n in order",
+                    f.id
+                ));
             }
         }
         Ok(ir)
@@ -107,7 +120,12 @@ pub const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
 pub const PORT: u16 = 5201;
 
 pub fn sender_addr(flow: u32) -> Ipv4Addr {
-    Ipv4Addr::new(SENDER_NET[0], SENDER_NET[1], SENDER_NET[2], FIRST_HOST + flow as u8)
+    Ipv4Addr::new(
+        SENDER_NET[0],
+        SENDER_NET[1],
+        SENDER_NET[2],
+        FIRST_HOST + flow as u8,
+    )
 }
 
 /// The flow whose sender owns this address, if any.
@@ -143,7 +161,12 @@ mod tests {
           "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
                     "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null}]}"#;
         let ir = Ir::from_json(text).unwrap();
-        assert_eq!(ir.link.capacity, Capacity::Constant { rate_bps: 80_000_000 });
+        assert_eq!(
+            ir.link.capacity,
+            Capacity::Constant {
+                rate_bps: 80_000_000
+            }
+        );
         assert_eq!(ir.link.schedule[0].rate_bps, Some(1));
         assert_eq!(ir.flows[0].cca, "cubic");
     }

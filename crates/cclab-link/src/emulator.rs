@@ -21,7 +21,10 @@
 //! writing thread's syscall) proceeds on both CPUs at once.
 
 use crate::config::{self, Capacity as IrCapacity, Ir};
-use crate::model::{Capacity, Delivery, FlowPath, LinkCounters, LinkModel, LinkParams, LossModel, RateSteps, Trace};
+use crate::model::{
+    Capacity, Delivery, FlowPath, LinkCounters, LinkModel, LinkParams, LossModel, RateSteps, Trace,
+};
+use crate::rwnd::WindowClamp;
 use crate::stats::Lateness;
 use crate::sys;
 use std::fs::File;
@@ -52,29 +55,63 @@ fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     let l = &ir.link;
     let capacity = match &l.capacity {
         IrCapacity::Constant { rate_bps } => {
-            let changes = l.schedule.iter().filter_map(|c| c.rate_bps.map(|r| (t0 + c.at_ns, r))).collect();
+            let changes = l
+                .schedule
+                .iter()
+                .filter_map(|c| c.rate_bps.map(|r| (t0 + c.at_ns, r)))
+                .collect();
             Capacity::Rate(RateSteps::new(*rate_bps, changes))
         }
-        IrCapacity::Trace { opportunities_ns, period_ns, bytes_per_opportunity, .. } => {
+        IrCapacity::Trace {
+            opportunities_ns,
+            period_ns,
+            bytes_per_opportunity,
+            ..
+        } => {
             // The trace is at phase 0 at t0, and already runs before t0 (a whole
             // number of periods earlier) so the connections' handshakes, made
             // before t0, find delivery opportunities.
             let period = (*period_ns).max(1);
             let m = PRE_T0_NS.div_ceil(period);
-            let origin = if t0 >= m.saturating_mul(period) { t0 - m * period } else { t0 % period };
-            Capacity::Trace(Trace::new(origin, opportunities_ns.clone(), *period_ns, *bytes_per_opportunity)?)
+            let origin = if t0 >= m.saturating_mul(period) {
+                t0 - m * period
+            } else {
+                t0 % period
+            };
+            Capacity::Trace(Trace::new(
+                origin,
+                opportunities_ns.clone(),
+                *period_ns,
+                *bytes_per_opportunity,
+            )?)
         }
     };
     let mut delay_steps = vec![(0, l.delay_ns)];
-    delay_steps.extend(l.schedule.iter().filter_map(|c| c.delay_ns.map(|d| (t0 + c.at_ns, d))));
+    delay_steps.extend(
+        l.schedule
+            .iter()
+            .filter_map(|c| c.delay_ns.map(|d| (t0 + c.at_ns, d))),
+    );
     let mut loss_steps = vec![(0, LossModel::from_config(&l.loss))];
-    loss_steps.extend(l.schedule.iter().filter_map(|c| c.loss.as_ref().map(|x| (t0 + c.at_ns, LossModel::from_config(x)))));
+    loss_steps.extend(l.schedule.iter().filter_map(|c| {
+        c.loss
+            .as_ref()
+            .map(|x| (t0 + c.at_ns, LossModel::from_config(x)))
+    }));
     let flows: Vec<FlowPath> = ir
         .flows
         .iter()
-        .map(|f| FlowPath { access_delay_ns: (f.rtt_ns / 2).saturating_sub(l.delay_ns), ack_delay_ns: f.rtt_ns / 2 })
+        .map(|f| FlowPath {
+            access_delay_ns: (f.rtt_ns / 2).saturating_sub(l.delay_ns),
+            ack_delay_ns: f.rtt_ns / 2,
+        })
         .collect();
-    let min_half_rtt = ir.flows.iter().map(|f| f.rtt_ns / 2).min().unwrap_or(l.delay_ns);
+    let min_half_rtt = ir
+        .flows
+        .iter()
+        .map(|f| f.rtt_ns / 2)
+        .min()
+        .unwrap_or(l.delay_ns);
     Ok(LinkParams {
         capacity,
         delay_steps,
@@ -82,7 +119,10 @@ fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
         limit_bytes: l.buffer.bytes,
         limit_packets: l.buffer.packets,
         flows,
-        other: FlowPath { access_delay_ns: min_half_rtt.saturating_sub(l.delay_ns), ack_delay_ns: min_half_rtt },
+        other: FlowPath {
+            access_delay_ns: min_half_rtt.saturating_sub(l.delay_ns),
+            ack_delay_ns: min_half_rtt,
+        },
         seed: ir.seed,
     })
 }
@@ -99,7 +139,14 @@ struct Out {
 
 impl Out {
     fn new(fd: RawFd) -> Self {
-        Out { fd, pool: Vec::new(), lateness: Lateness::default(), interval_late_max: 0, write_errors: 0, written_bytes: 0 }
+        Out {
+            fd,
+            pool: Vec::new(),
+            lateness: Lateness::default(),
+            interval_late_max: 0,
+            write_errors: 0,
+            written_bytes: 0,
+        }
     }
 
     fn deliver(&mut self, d: Delivery<Vec<u8>>) {
@@ -140,6 +187,7 @@ struct DirReport {
     non_ipv4: u64,
     rt_prio: i32,
     cpu_ns: u64,
+    windows_clamped: u64,
 }
 
 /// Periodic samples of the data direction (None for the ACK thread).
@@ -153,7 +201,10 @@ struct Sampling {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -169,17 +220,26 @@ fn direction_loop(
     out_fd: RawFd,
     n_flows: usize,
     mut sampling: Option<Sampling>,
+    mut clamp: Option<WindowClamp>,
     args_spin_ns: u64,
     rt_prio: i32,
     mask: libc::sigset_t,
 ) -> Result<DirReport, String> {
     sys::set_timer_slack_1ns();
-    let rt = if rt_prio > 0 { sys::set_realtime(rt_prio).map(|_| rt_prio).unwrap_or(0) } else { 0 };
+    let rt = if rt_prio > 0 {
+        sys::set_realtime(rt_prio).map(|_| rt_prio).unwrap_or(0)
+    } else {
+        0
+    };
     let cpu0 = thread_cpu_ns();
     let mut out = Out::new(out_fd);
     let mut scratch = vec![0u8; 65536];
     let (mut reads, mut wakeups, mut non_ip) = (0u64, 0u64, 0u64);
-    let mut fds = [libc::pollfd { fd: in_fd, events: libc::POLLIN, revents: 0 }];
+    let mut fds = [libc::pollfd {
+        fd: in_fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }];
     while !sys::stop_requested() {
         let now = sys::mono_ns();
         if let Some(s) = sampling.as_mut() {
@@ -208,7 +268,16 @@ fn direction_loop(
                 )
                 .ok();
                 for (i, f) in model.flow_counters.iter().enumerate() {
-                    writeln!(s.flows_csv, "{},{},{},{},{}", s.k * s.interval, i, f.egress_bytes, f.arrival_bytes, f.drops).ok();
+                    writeln!(
+                        s.flows_csv,
+                        "{},{},{},{},{}",
+                        s.k * s.interval,
+                        i,
+                        f.egress_bytes,
+                        f.arrival_bytes,
+                        f.drops
+                    )
+                    .ok();
                 }
                 out.interval_late_max = 0;
                 s.k += 1;
@@ -226,6 +295,9 @@ fn direction_loop(
                         non_ip += 1;
                     }
                     let flow = flow_of(&buf, data, n_flows);
+                    if let (Some(c), Some(f)) = (clamp.as_mut(), flow) {
+                        c.apply(f, &mut buf);
+                    }
                     if data {
                         model.on_data(stamp, flow, len as u32, buf);
                     } else {
@@ -267,11 +339,13 @@ fn direction_loop(
         non_ipv4: non_ip,
         rt_prio: rt,
         cpu_ns: thread_cpu_ns() - cpu0,
+        windows_clamped: clamp.map(|c| c.rewritten).unwrap_or(0),
     })
 }
 
 pub fn run(args: &EmulatorArgs) -> Result<(), String> {
-    let text = std::fs::read_to_string(&args.ir_path).map_err(|e| format!("{}: {e}", args.ir_path))?;
+    let text =
+        std::fs::read_to_string(&args.ir_path).map_err(|e| format!("{}: {e}", args.ir_path))?;
     let ir = Ir::from_json(&text)?;
     let mask = sys::install_stop_signals(); // before any thread exists: every thread inherits the blocked mask
     sys::die_with_parent();
@@ -280,7 +354,10 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     println!("ready");
     io::stdout().flush().ok();
     let mut line = String::new();
-    io::stdin().lock().read_line(&mut line).map_err(|e| e.to_string())?;
+    io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
     let t0: u64 = line
         .strip_prefix("start ")
         .and_then(|s| s.trim().parse().ok())
@@ -289,26 +366,58 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     let n_flows = ir.flows.len();
     let create = |name: &str| -> Result<BufWriter<File>, String> {
         let p = format!("{}/{name}", args.out_dir);
-        File::create(&p).map(BufWriter::new).map_err(|e| format!("{p}: {e}"))
+        File::create(&p)
+            .map(BufWriter::new)
+            .map_err(|e| format!("{p}: {e}"))
     };
     let mut link_csv = create("link.csv")?;
     let mut flows_csv = create("link_flows.csv")?;
     writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors").ok();
-    writeln!(flows_csv, "time_ns,flow_id,egress_bytes,arrival_bytes,drops").ok();
-    let sampling = Sampling { t0, interval: ir.sample_interval_ns, n_samples: ir.duration_ns / ir.sample_interval_ns, k: 1, link_csv, flows_csv };
+    writeln!(
+        flows_csv,
+        "time_ns,flow_id,egress_bytes,arrival_bytes,drops"
+    )
+    .ok();
+    let sampling = Sampling {
+        t0,
+        interval: ir.sample_interval_ns,
+        n_samples: ir.duration_ns / ir.sample_interval_ns,
+        k: 1,
+        link_csv,
+        flows_csv,
+    };
 
     let wall0 = sys::mono_ns();
     let cpu0 = sys::process_cpu_ns();
     let (snd_fd, rcv_fd) = (snd.as_raw_fd(), rcv.as_raw_fd());
     let (spin, prio) = (args.spin_ns, args.rt_prio);
     let ack_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    let clamp = WindowClamp::new(ir.flows.iter().map(|f| f.rwnd_bytes).collect());
+    let clamp = if clamp.active() { Some(clamp) } else { None };
     let ack_thread = std::thread::Builder::new()
         .name("cclab-link-ack".into())
-        .spawn(move || direction_loop(false, ack_model, rcv_fd, snd_fd, n_flows, None, spin, prio, mask))
+        .spawn(move || {
+            direction_loop(
+                false, ack_model, rcv_fd, snd_fd, n_flows, None, clamp, spin, prio, mask,
+            )
+        })
         .map_err(|e| e.to_string())?;
     let data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
-    let data = direction_loop(true, data_model, snd_fd, rcv_fd, n_flows, Some(sampling), spin, prio, mask);
-    let ack = ack_thread.join().map_err(|_| "ACK thread panicked".to_string())?;
+    let data = direction_loop(
+        true,
+        data_model,
+        snd_fd,
+        rcv_fd,
+        n_flows,
+        Some(sampling),
+        None,
+        spin,
+        prio,
+        mask,
+    );
+    let ack = ack_thread
+        .join()
+        .map_err(|_| "ACK thread panicked".to_string())?;
     let (data, ack) = (data?, ack?);
     drop((snd, rcv));
 
@@ -327,7 +436,8 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
         "version": crate::VERSION,
         "settings": {
             "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": data.rt_prio.min(ack.rt_prio), "timer_slack_ns": 1,
-            "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay)",
+            "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay, rwnd clamp)",
+            "rwnd": "receiver's advertised window rewritten to min(advertised, rwnd_bytes) on the ACK path",
             "queue": "drop-tail; a packet counts until its last bit is serialized",
             "byte_convention": "IP datagram length (IP+TCP headers+payload, no L2 framing)",
             "buffer_bytes": ir.link.buffer.bytes, "buffer_packets": ir.link.buffer.packets,
@@ -343,11 +453,13 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "egress_bytes": c.egress_bytes, "data_written_bytes": data.written_bytes, "ack_written_bytes": ack.written_bytes,
             "write_errors": data.write_errors + ack.write_errors, "non_ipv4": data.non_ipv4 + ack.non_ipv4,
             "reads": data.reads + ack.reads, "wakeups": data.wakeups + ack.wakeups,
+            "windows_clamped": ack.windows_clamped,
         },
         "cpu_ns": cpu, "cpu_ns_data_thread": data.cpu_ns, "cpu_ns_ack_thread": ack.cpu_ns, "wall_ns": wall,
     });
     let p = format!("{}/emulator.json", args.out_dir);
-    std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap()).map_err(|e| format!("{p}: {e}"))?;
+    std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap())
+        .map_err(|e| format!("{p}: {e}"))?;
     Ok(())
 }
 
@@ -369,7 +481,9 @@ mod tests {
         // t0 waited until t0 and the run's setup overran its margin.
         let t0 = 100_000_000_000;
         let p = link_params(&trace_ir(), t0).unwrap();
-        let Capacity::Trace(tr) = &p.capacity else { panic!() };
+        let Capacity::Trace(tr) = &p.capacity else {
+            panic!()
+        };
         assert_eq!(tr.time(tr.first_at_or_after(t0)), t0 + 1_000_000);
         let before = t0 - 5_000_000_000;
         assert!(tr.time(tr.first_at_or_after(before)) < before + 4_000_000);

@@ -12,11 +12,13 @@
 //!   slack 1, sampling, SIGTERM.
 //! * [`traffic`] — the multi-flow TCP sender and receiver (`TCP_CONGESTION`
 //!   per socket, goodput counted by the receiving application).
+//! * [`rwnd`] — receive-window limits, applied to the receiver's ACKs.
 //! * [`sys`] — the few raw syscalls (setns, TUN, clocks, signals).
 
 pub mod config;
 pub mod emulator;
 pub mod model;
+pub mod rwnd;
 pub mod stats;
 pub mod sys;
 pub mod traffic;

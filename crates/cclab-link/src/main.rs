@@ -16,7 +16,9 @@ fn parse(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut m = HashMap::new();
     let mut it = args.iter();
     while let Some(k) = it.next() {
-        let key = k.strip_prefix("--").ok_or_else(|| format!("unexpected argument {k:?}"))?;
+        let key = k
+            .strip_prefix("--")
+            .ok_or_else(|| format!("unexpected argument {k:?}"))?;
         let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
         m.insert(key.to_string(), v.clone());
     }
@@ -24,7 +26,9 @@ fn parse(args: &[String]) -> Result<HashMap<String, String>, String> {
 }
 
 fn get<'a>(m: &'a HashMap<String, String>, k: &str) -> Result<&'a str, String> {
-    m.get(k).map(|s| s.as_str()).ok_or_else(|| format!("missing --{k}"))
+    m.get(k)
+        .map(|s| s.as_str())
+        .ok_or_else(|| format!("missing --{k}"))
 }
 
 fn load_ir(m: &HashMap<String, String>) -> Result<Ir, String> {
@@ -33,7 +37,9 @@ fn load_ir(m: &HashMap<String, String>) -> Result<Ir, String> {
 }
 
 fn t0(m: &HashMap<String, String>) -> Result<u64, String> {
-    get(m, "t0")?.parse().map_err(|_| "--t0 must be an integer (CLOCK_MONOTONIC ns)".to_string())
+    get(m, "t0")?
+        .parse()
+        .map_err(|_| "--t0 must be an integer (CLOCK_MONOTONIC ns)".to_string())
 }
 
 fn main() {
@@ -46,8 +52,14 @@ fn main() {
             rcv_netns: get(&m, "rcv-netns")?.into(),
             dev: m.get("dev").cloned().unwrap_or_else(|| "cltun".into()),
             out_dir: get(&m, "out")?.into(),
-            spin_ns: m.get("spin-ns").map(|s| s.parse().unwrap_or(0)).unwrap_or(0),
-            rt_prio: m.get("rt-prio").map(|s| s.parse().unwrap_or(0)).unwrap_or(0),
+            spin_ns: m
+                .get("spin-ns")
+                .map(|s| s.parse().unwrap_or(0))
+                .unwrap_or(0),
+            rt_prio: m
+                .get("rt-prio")
+                .map(|s| s.parse().unwrap_or(0))
+                .unwrap_or(0),
         }),
         "send" => traffic::send(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?),
         "recv" => traffic::recv(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?, get(&m, "out")?),

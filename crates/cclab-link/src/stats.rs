@@ -14,7 +14,12 @@ const N_BUCKETS: usize = 100_000;
 
 impl Default for Lateness {
     fn default() -> Self {
-        Lateness { buckets: vec![0; N_BUCKETS + 1], count: 0, max_ns: 0, sum_ns: 0 }
+        Lateness {
+            buckets: vec![0; N_BUCKETS + 1],
+            count: 0,
+            max_ns: 0,
+            sum_ns: 0,
+        }
     }
 }
 
@@ -44,7 +49,11 @@ impl Lateness {
         self.max_ns
     }
     pub fn mean_ns(&self) -> f64 {
-        if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 }
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64
+        }
     }
 
     /// Upper edge of the bucket holding quantile `q` (0..1), in ns.
@@ -57,7 +66,11 @@ impl Lateness {
         for (i, &n) in self.buckets.iter().enumerate() {
             acc += n;
             if acc >= rank {
-                return if i == N_BUCKETS { self.max_ns } else { ((i as u64 + 1) * BUCKET_NS).min(self.max_ns.max(1)) };
+                return if i == N_BUCKETS {
+                    self.max_ns
+                } else {
+                    ((i as u64 + 1) * BUCKET_NS).min(self.max_ns.max(1))
+                };
             }
         }
         self.max_ns

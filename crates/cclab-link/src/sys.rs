@@ -6,26 +6,43 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
 }
 
 /// CLOCK_MONOTONIC in ns — the clock every cclab process of a run shares
 /// (Python's `time.monotonic_ns()` reads the same one).
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 pub fn timespec(ns: u64) -> libc::timespec {
-    libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long }
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `t` (absolute), resuming after signals.
 pub fn sleep_until(t: u64) {
     let ts = timespec(t);
     loop {
-        let r = unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
         if r != libc::EINTR {
             return;
         }
@@ -33,15 +50,18 @@ pub fn sleep_until(t: u64) {
 }
 
 fn open_path(path: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = CString::new(path).map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+    let c = CString::new(path)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
     let fd = cvt(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) })?;
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Move the calling thread into the network namespace at `path` (e.g. /run/netns/NAME).
 pub fn enter_netns(path: &str) -> io::Result<()> {
-    let ns = open_path(path, libc::O_RDONLY).map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
-    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }).map_err(|e| io::Error::new(e.kind(), format!("setns {path}: {e}")))?;
+    let ns = open_path(path, libc::O_RDONLY)
+        .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) })
+        .map_err(|e| io::Error::new(e.kind(), format!("setns {path}: {e}")))?;
     Ok(())
 }
 
@@ -62,13 +82,20 @@ struct IfReq {
 /// the emulator — and with the namespace.
 pub fn open_tun_in(netns: &str, name: &str) -> io::Result<OwnedFd> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("bad interface name {name:?}")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad interface name {name:?}"),
+        ));
     }
     let home = open_path("/proc/thread-self/ns/net", libc::O_RDONLY)?;
     enter_netns(netns)?;
     let result = (|| {
         let fd = open_path("/dev/net/tun", libc::O_RDWR | libc::O_NONBLOCK)?;
-        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: IFF_TUN | IFF_NO_PI, _pad: [0; 22] };
+        let mut req = IfReq {
+            name: [0; libc::IFNAMSIZ],
+            flags: IFF_TUN | IFF_NO_PI,
+            _pad: [0; 22],
+        };
         req.name[..name.len()].copy_from_slice(name.as_bytes());
         cvt(unsafe { libc::ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req) })
             .map_err(|e| io::Error::new(e.kind(), format!("TUNSETIFF {name} in {netns}: {e}")))?;
@@ -124,9 +151,16 @@ pub fn stop_requested() -> bool {
 /// Block in ppoll on `fds` for up to `timeout_ns` (None: forever), with
 /// stop signals unblocked. Returns the number of ready descriptors (0 on
 /// timeout or signal).
-pub fn ppoll(fds: &mut [libc::pollfd], timeout_ns: Option<u64>, mask: &libc::sigset_t) -> io::Result<usize> {
+pub fn ppoll(
+    fds: &mut [libc::pollfd],
+    timeout_ns: Option<u64>,
+    mask: &libc::sigset_t,
+) -> io::Result<usize> {
     let ts = timeout_ns.map(timespec);
-    let tsp = ts.as_ref().map(|t| t as *const _).unwrap_or(std::ptr::null());
+    let tsp = ts
+        .as_ref()
+        .map(|t| t as *const _)
+        .unwrap_or(std::ptr::null());
     let r = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, tsp, mask) };
     if r < 0 {
         let e = io::Error::last_os_error();
@@ -147,17 +181,28 @@ pub fn wait_for_stop(mask: &libc::sigset_t) {
 
 pub fn read_fd(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut _, buf.len()) };
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
 }
 
 pub fn write_fd(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     let r = unsafe { libc::write(fd, buf.as_ptr() as *const _, buf.len()) };
-    if r < 0 { Err(io::Error::last_os_error()) } else { Ok(r as usize) }
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
 }
 
 /// CPU time (user + system) of this process in ns.
 pub fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
@@ -167,6 +212,8 @@ pub fn process_cpu_ns() -> u64 {
 /// between packets and the kernel's RT throttling (sched_rt_runtime_us)
 /// still bounds it, so it cannot lock the machine up.
 pub fn set_realtime(prio: i32) -> io::Result<()> {
-    let p = libc::sched_param { sched_priority: prio };
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
     cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) }).map(|_| ())
 }

@@ -35,7 +35,9 @@ fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
     libc::sockaddr_in {
         sin_family: libc::AF_INET as libc::sa_family_t,
         sin_port: a.port().to_be(),
-        sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(a.ip().octets()),
+        },
         sin_zero: [0; 8],
     }
 }
@@ -43,28 +45,92 @@ fn sockaddr(a: SocketAddrV4) -> libc::sockaddr_in {
 /// A connected socket from `src` to `dst` using congestion control `cca`.
 pub fn connect_with_cca(src: SocketAddrV4, dst: SocketAddrV4, cca: &str) -> io::Result<TcpStream> {
     unsafe {
-        let fd = cvt(libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0), "socket")?;
+        let fd = cvt(
+            libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0),
+            "socket",
+        )?;
         let stream = TcpStream::from_raw_fd(fd);
         cvt(
-            libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, cca.as_ptr() as *const _, cca.len() as libc::socklen_t),
-            &format!("TCP_CONGESTION {cca:?} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"),
+            libc::setsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_CONGESTION,
+                cca.as_ptr() as *const _,
+                cca.len() as libc::socklen_t,
+            ),
+            &format!(
+                "TCP_CONGESTION {cca:?} (see /proc/sys/net/ipv4/tcp_available_congestion_control)"
+            ),
         )?;
         let s = sockaddr(src);
-        cvt(libc::bind(fd, &s as *const _ as *const libc::sockaddr, std::mem::size_of_val(&s) as u32), &format!("bind {src}"))?;
+        cvt(
+            libc::bind(
+                fd,
+                &s as *const _ as *const libc::sockaddr,
+                std::mem::size_of_val(&s) as u32,
+            ),
+            &format!("bind {src}"),
+        )?;
         let d = sockaddr(dst);
-        cvt(libc::connect(fd, &d as *const _ as *const libc::sockaddr, std::mem::size_of_val(&d) as u32), &format!("connect {dst}"))?;
+        cvt(
+            libc::connect(
+                fd,
+                &d as *const _ as *const libc::sockaddr,
+                std::mem::size_of_val(&d) as u32,
+            ),
+            &format!("connect {dst}"),
+        )?;
         Ok(stream)
     }
 }
 
-/// Clamp the window `conn` advertises to `bytes` (TCP_WINDOW_CLAMP, tcp(7)).
-pub fn set_window_clamp(conn: &TcpStream, bytes: u64) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let v: libc::c_int = bytes.min(i32::MAX as u64) as libc::c_int;
-    let r = unsafe {
-        libc::setsockopt(conn.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, &v as *const _ as *const _, std::mem::size_of_val(&v) as u32)
+/// Bytes per write.
+const CHUNK: usize = 64 * 1024;
+
+/// How much written-but-unsent data a sender socket may hold.
+///
+/// The IR's `stop_ns` means "the application stops writing; what is in
+/// flight is still delivered" — but a kernel socket also holds data written
+/// and not yet sent (with autotuned buffers, megabytes), which would keep
+/// flowing long after the stop. TCP_NOTSENT_LOWAT bounds that backlog: a
+/// write blocks while more than this is unsent. 4 ms of the link's rate,
+/// at least 256 KiB, keeps the sender ahead of the link while bounding
+/// what is still sent after a stop to a few ms of capacity.
+pub fn notsent_lowat(ir: &Ir) -> u32 {
+    let rate = match &ir.link.capacity {
+        config::Capacity::Constant { rate_bps } => *rate_bps,
+        config::Capacity::Trace {
+            opportunities_ns,
+            period_ns,
+            bytes_per_opportunity,
+            ..
+        } => {
+            (opportunities_ns.len() as u128 * *bytes_per_opportunity as u128 * 8 * 1_000_000_000
+                / (*period_ns).max(1) as u128) as u64
+        }
     };
-    cvt(r, "TCP_WINDOW_CLAMP").map(|_| ())
+    let max_rate = ir
+        .link
+        .schedule
+        .iter()
+        .filter_map(|c| c.rate_bps)
+        .fold(rate, u64::max);
+    ((max_rate / 8 / 250) as u32).max(256 * 1024)
+}
+
+fn set_notsent_lowat(s: &TcpStream, bytes: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let v = bytes as libc::c_int;
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            &v as *const _ as *const _,
+            std::mem::size_of_val(&v) as u32,
+        )
+    };
+    cvt(r, "TCP_NOTSENT_LOWAT").map(|_| ())
 }
 
 /// `cclab-link send`: connect every flow of the IR, print `connected`, then
@@ -79,6 +145,7 @@ pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
         let src = SocketAddrV4::new(config::sender_addr(f.id), 0);
         let s = connect_with_cca(src, dst, &f.cca).map_err(|e| format!("flow {}: {e}", f.id))?;
         s.set_write_timeout(Some(Duration::from_millis(5))).ok();
+        set_notsent_lowat(&s, notsent_lowat(ir)).map_err(|e| format!("flow {}: {e}", f.id))?;
         streams.push(s);
     }
     println!("connected");
@@ -89,12 +156,18 @@ pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
             sys::sleep_until(t0 + f.start_ns);
             let end = f.stop_ns.map(|x| t0 + x).unwrap_or(u64::MAX).min(run_end);
             let mut left = f.bytes.unwrap_or(u64::MAX);
-            let buf = vec![0x5au8; 256 * 1024];
+            let buf = vec![0x5au8; CHUNK];
             while left > 0 && sys::mono_ns() < end {
                 let n = (buf.len() as u64).min(left) as usize;
                 match s.write(&buf[..n]) {
                     Ok(w) => left -= w as u64,
-                    Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock
+                                | io::ErrorKind::TimedOut
+                                | io::ErrorKind::Interrupted
+                        ) => {}
                     Err(e) => {
                         eprintln!("flow {}: write: {e}", f.id);
                         break;
@@ -120,22 +193,20 @@ pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
     sys::die_with_parent();
     sys::enter_netns(netns).map_err(|e| e.to_string())?;
     let n = ir.flows.len();
-    let listener = TcpListener::bind(SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT)).map_err(|e| format!("listen: {e}"))?;
+    let listener = TcpListener::bind(SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT))
+        .map_err(|e| format!("listen: {e}"))?;
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    let rwnd: Vec<Option<u64>> = ir.flows.iter().map(|f| f.rwnd_bytes).collect();
     {
         let counts = counts.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(mut conn) = conn else { continue };
-                let Ok(std::net::SocketAddr::V4(peer)) = conn.peer_addr() else { continue };
-                let Some(flow) = config::flow_of_addr(peer.ip().octets(), n) else { continue };
-                if let Some(rwnd) = rwnd[flow as usize] {
-                    // The flow's receive-window limit: the advertised window never exceeds it.
-                    if let Err(e) = set_window_clamp(&conn, rwnd) {
-                        eprintln!("flow {flow}: {e}");
-                    }
-                }
+                let Ok(std::net::SocketAddr::V4(peer)) = conn.peer_addr() else {
+                    continue;
+                };
+                let Some(flow) = config::flow_of_addr(peer.ip().octets(), n) else {
+                    continue;
+                };
                 let counts = counts.clone();
                 std::thread::spawn(move || {
                     let mut buf = vec![0u8; 1 << 20];
@@ -166,7 +237,12 @@ pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
             break;
         }
         for (i, c) in counts.iter().enumerate() {
-            rows.push_str(&format!("{},{},{}\n", k * interval, i, c.load(Ordering::Relaxed)));
+            rows.push_str(&format!(
+                "{},{},{}\n",
+                k * interval,
+                i,
+                c.load(Ordering::Relaxed)
+            ));
         }
     }
     std::fs::write(out, rows).map_err(|e| format!("{out}: {e}"))?;

@@ -35,7 +35,8 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,6 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
             )  # fmt: skip
         if f.get("cca_params"):
             raise ScenarioError(f"flows[{_group(f)}].cca_params", f["cca_params"], "algorithm parameters cannot be set on the kernel backend", "remove them or use --backend sim")
-        if f.get("rwnd_bytes") is not None:
-            raise ScenarioError(f"flows[{_group(f)}].rwnd", f["rwnd_bytes"], "a receive-window limit is not supported by the kernel backend yet", "remove it or use --backend sim")
     n = len(ir["flows"])
     if n > machine.MAX_FLOWS:
         raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")
@@ -263,27 +262,61 @@ class _Interrupted(KeyboardInterrupt):
     pass
 
 
-def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, Any]:
-    """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``)."""
+class EmulatedPath:
+    """A live run environment: two namespaces joined by a running cclab-link emulator.
+
+    Made by :func:`emulated_path`; :meth:`start` sets time zero. Tests use
+    it directly (e.g. to ping across the emulated path).
+    """
+
+    def __init__(self, ir: Mapping[str, Any], binary: str, ns: RunNamespaces, workdir: Path):
+        self.ir, self.binary, self.ns, self.workdir = ir, binary, ns, workdir
+        self.ir_path = workdir / "resolved.json"
+        self.procs: list[subprocess.Popen] = []
+        self.emulator: subprocess.Popen | None = None
+        self.t0: int | None = None
+
+    def spawn(self, args: list[str], name: str, expect: str, stdin: bool = False) -> subprocess.Popen:
+        p = _spawn(args, self.workdir, name, stdin=stdin)
+        self.procs.append(p)
+        _wait_line(p, expect, 10.0, f"cclab-link {name}", self.workdir / f"{name}.stderr")
+        return p
+
+    def start(self, t0: int) -> None:
+        """Tell the emulator the run's time zero (CLOCK_MONOTONIC ns); it starts forwarding."""
+        assert self.emulator is not None and self.emulator.stdin is not None
+        self.t0 = t0
+        self.emulator.stdin.write(f"start {t0}\n".encode())
+        self.emulator.stdin.flush()
+
+    def check_alive(self) -> None:
+        for p in self.procs:
+            if p.poll() is not None:
+                name = p.args[1] if isinstance(p.args, list) else "?"
+                name = {"emulate": "emulator"}.get(name, name)
+                err = (self.workdir / f"{name}.stderr").read_text(errors="replace").strip()
+                raise RuntimeError(f"cclab-link {name} exited early ({p.returncode}): {err[-300:]}")
+
+    def stop(self) -> None:
+        _stop(list(reversed(self.procs)))
+
+
+@contextmanager
+def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> Iterator[EmulatedPath]:
+    """Namespaces + emulator for ``ir``; everything is removed on exit, whatever happens."""
     check(ir, enforce_rate_limit=enforce_rate_limit)
     binary = machine.link_binary()
     assert binary is not None
-    # Leftovers of runs that were killed (their owner process is gone) go first.
-    cleaned = clean()
+    cleaned = clean()  # leftovers of runs that were killed (their owner process is gone)
     n_flows = len(ir["flows"])
-    interval = int(ir["sample_interval_ns"])
-    duration = int(ir["duration_ns"])
-    n_samples = duration // interval
     mtu = int(ir["mss"]) + int(ir["header_bytes"])
     max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
-    rate_max = _max_rate(ir)
-    bdp = rate_max * max_rtt / 8e9
-    sockbuf = int(max(64 << 20, 4 * bdp + (int(ir["link"]["buffer"].get("bytes") or 0))))
-
+    bdp = _max_rate(ir) * max_rtt / 8e9
+    sockbuf = int(max(64 << 20, 4 * bdp + int(ir["link"]["buffer"].get("bytes") or 0)))
     ns = RunNamespaces()
     workdir = Path(tempfile.mkdtemp(prefix=f"cclab-{ns.run_id}-"))
-    procs: list[subprocess.Popen] = []
-    sampler: _Sampler | None = None
+    path = EmulatedPath(ir, binary, ns, workdir)
+    path.cleaned = cleaned  # type: ignore[attr-defined]
     old_term = None
     if threading.current_thread() is threading.main_thread():
         owner = os.getpid()
@@ -295,51 +328,17 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, 
 
         old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
-        ir_path = workdir / "resolved.json"
-        ir_path.write_text(json.dumps(ir))
+        path.ir_path.write_text(json.dumps(ir))
         ns.create(sockbuf)
-        emu = _spawn([binary, "emulate", "--ir", str(ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
-                      "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO),
-                      "--spin-ns", str(EMULATOR_SPIN_NS)], workdir, "emulator", stdin=True)  # fmt: skip
-        procs.append(emu)
-        _wait_line(emu, "ready", 10.0, "cclab-link emulate", workdir / "emulator.stderr")
+        path.emulator = path.spawn(
+            [binary, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
+             "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
+            "emulator", "ready", stdin=True,
+        )  # fmt: skip
         ns.configure_devices(n_flows, mtu)
-        setup_ns = SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
-        t0 = time.monotonic_ns() + setup_ns
-        assert emu.stdin is not None
-        emu.stdin.write(f"start {t0}\n".encode())
-        emu.stdin.flush()
-        rcv = _spawn([binary, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
-                      "--out", str(workdir / "goodput.csv")], workdir, "recv")  # fmt: skip
-        procs.append(rcv)
-        _wait_line(rcv, "listening", 10.0, "cclab-link recv", workdir / "recv.stderr")
-        snd = _spawn([binary, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], workdir, "send")
-        procs.append(snd)
-        _wait_line(snd, "connected", 10.0, "cclab-link send", workdir / "send.stderr")
-        sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
-        if time.monotonic_ns() >= t0:
-            raise RuntimeError("kernel run setup took longer than its margin; nothing was measured")
-        sampler.start()
-        cpu0 = _cpu_times()
-        end = t0 + n_samples * interval + 20_000_000
-        while time.monotonic_ns() < end:
-            for p, what in ((emu, "emulator"), (rcv, "receiver"), (snd, "sender")):
-                if p.poll() is not None:
-                    err = (workdir / f"{'emulator' if p is emu else ('recv' if p is rcv else 'send')}.stderr").read_text(errors="replace")
-                    raise RuntimeError(f"cclab-link {what} exited early ({p.returncode}): {err.strip()[-300:]}")
-            time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
-        cpu1 = _cpu_times()
-        sampler.join(timeout=5)
-        dev_stats = ns.device_stats()
-        sysctls = ns.sysctls()
-        _stop([snd, rcv, emu])
-        if sampler.error is not None:
-            raise RuntimeError(f"sock_diag sampler failed: {sampler.error}")
-        return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, cleaned)
+        yield path
     finally:
-        if sampler is not None:
-            sampler.stop_flag.set()
-        _stop(procs)
+        path.stop()
         ns.remove()
         if old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
@@ -347,6 +346,43 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, 
             print(f"cclab: kernel run files kept in {workdir}", file=sys.stderr)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, Any]:
+    """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``)."""
+    interval = int(ir["sample_interval_ns"])
+    n_samples = int(ir["duration_ns"]) // interval
+    n_flows = len(ir["flows"])
+    max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
+    sampler: _Sampler | None = None
+    with emulated_path(ir, enforce_rate_limit=enforce_rate_limit) as path:
+        ns, workdir, binary, ir_path = path.ns, path.workdir, path.binary, path.ir_path
+        try:
+            t0 = time.monotonic_ns() + SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
+            path.start(t0)
+            path.spawn([binary, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
+                        "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
+            path.spawn([binary, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
+            sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
+            if time.monotonic_ns() >= t0:
+                raise RuntimeError("kernel run setup took longer than its margin; nothing was measured")
+            sampler.start()
+            cpu0 = _cpu_times()
+            end = t0 + n_samples * interval + 20_000_000
+            while time.monotonic_ns() < end:
+                path.check_alive()
+                time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
+            cpu1 = _cpu_times()
+            sampler.join(timeout=5)
+            dev_stats = ns.device_stats()
+            sysctls = ns.sysctls()
+            path.stop()
+            if sampler.error is not None:
+                raise RuntimeError(f"sock_diag sampler failed: {sampler.error}")
+            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, binary)  # type: ignore[attr-defined]
+        finally:
+            if sampler is not None:
+                sampler.stop_flag.set()
 
 
 def _max_rate(ir: Mapping[str, Any]) -> float:
@@ -414,7 +450,8 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
 
 
 def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
-              cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+              cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any],
+              binary: str) -> dict[str, Any]:  # fmt: skip
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     flows_ir = list(ir["flows"])
@@ -514,7 +551,9 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             },
             "leftovers_cleaned": cleaned,
         },
-        "emulator": {k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "counters", "cpu_ns", "wall_ns")},
+        "emulator": {**{k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "lateness_ns_data", "lateness_ns_ack",
+                                            "counters", "cpu_ns", "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
+                     "binary": str(binary)},
     }
     return {
         "engine_version": f"kernel {os.uname().release} + cclab-link {emu['version']}",
@@ -564,6 +603,20 @@ def _self_check(ir: Mapping[str, Any], emu: Mapping[str, Any], dev: Mapping[str,
     if int(emu["counters"].get("write_errors", 0)):
         reasons.append(f"emulator failed to write {emu['counters']['write_errors']} packets into a TUN device")
     # achieved vs configured capacity over intervals with a backlog at both ends
+    # (constant-rate links only: on a trace, opportunities a short queue cannot
+    # fill are lost by definition, docs/ir.md)
+    if ir["link"]["capacity"]["kind"] == "constant":
+        reasons += _capacity_check(link)
+    total = cpu1[0] - cpu0[0]
+    if total > 0:
+        busy_frac = 1 - (cpu1[1] - cpu0[1]) / total
+        if busy_frac >= CPU_SATURATED:
+            reasons.append(f"machine CPU-saturated during the run ({busy_frac * 100:.0f} % busy)")
+    return reasons
+
+
+def _capacity_check(link: Mapping[str, np.ndarray]) -> list[str]:
+    reasons = []
     q = np.nan_to_num(np.asarray(link["queue_packets"], dtype=float))
     eg = np.nan_to_num(np.asarray(link["egress_bytes"], dtype=float))
     cap = np.nan_to_num(np.asarray(link["capacity_bps"], dtype=float))
@@ -575,11 +628,6 @@ def _self_check(ir: Mapping[str, Any], emu: Mapping[str, Any], dev: Mapping[str,
             configured = float(np.sum((cap[1:] * np.diff(t) / 1e9)[busy]))
             if configured > 0 and abs(sent / configured - 1) > CAPACITY_TOLERANCE:
                 reasons.append(f"achieved capacity {sent / configured * 100:.1f} % of configured while the queue was non-empty (tolerance ±{CAPACITY_TOLERANCE * 100:g} %)")
-    total = cpu1[0] - cpu0[0]
-    if total > 0:
-        busy_frac = 1 - (cpu1[1] - cpu0[1]) / total
-        if busy_frac >= CPU_SATURATED:
-            reasons.append(f"machine CPU-saturated during the run ({busy_frac * 100:.0f} % busy)")
     return reasons
 
 

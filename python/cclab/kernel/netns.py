@@ -20,7 +20,9 @@ import errno
 import os
 import re
 import secrets
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -275,13 +277,13 @@ def _remove_namespace(name: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs a Python/cclab process (a reused pid of something else does not count)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmd = fh.read()
+    except OSError:
         return False
-    except PermissionError:
-        return True
-    return True
+    return b"python" in cmd or b"cclab" in cmd
 
 
 def cclab_link_processes() -> list[int]:
@@ -303,19 +305,26 @@ def leftovers(include_live: bool = False) -> dict[str, list[Any]]:
         owner = int(m.group(1)) if m else None
         if include_live or owner is None or not _alive(owner):
             names.append(name)
-    live_ns_inodes = {_ns_inode(n) for n in entries if n.startswith(PREFIX)}
+    dead_inodes = {_ns_inode(n) for n in names} - {None}
     orphans = []
     for pid in cclab_link_processes():
         try:
             ino = os.stat(f"/proc/{pid}/ns/net").st_ino
         except OSError:
             continue
-        # a cclab-link whose namespace was unmounted, or whose run is gone
-        if ino not in live_ns_inodes or any(_ns_inode(n) == ino for n in names):
-            orphans.append(pid)
-        elif os.getppid() != pid and _parent_gone(pid):
+        # inside a leftover namespace, or orphaned (parent gone) while serving a cclab namespace
+        if ino in dead_inodes or (_parent_gone(pid) and _serves_cclab_namespace(pid)):
             orphans.append(pid)
     return {"namespaces": names, "processes": orphans}
+
+
+def _serves_cclab_namespace(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            args = fh.read().split(b"\0")
+    except OSError:
+        return False
+    return any(a.startswith(f"{NETNS_DIR}/{PREFIX}".encode()) for a in args)
 
 
 def _parent_gone(pid: int) -> bool:
@@ -327,12 +336,30 @@ def _parent_gone(pid: int) -> bool:
     return ppid == 1
 
 
+_WORKDIR_RE = re.compile(r"^cclab-(\d+)-[0-9a-f]+-")
+
+
+def leftover_workdirs() -> list[str]:
+    """Temporary run directories (``$TMPDIR/cclab-<pid>-<hex>-*``) of runs whose process is gone."""
+    tmp = tempfile.gettempdir()
+    out = []
+    for entry in sorted(os.listdir(tmp)):
+        m = _WORKDIR_RE.match(entry)
+        path = os.path.join(tmp, entry)
+        if m and os.path.isdir(path) and not _alive(int(m.group(1))):
+            out.append(path)
+    return out
+
+
 def clean(include_live: bool = False) -> dict[str, list[Any]]:
-    """Remove leftovers of dead runs: their cclab-link processes and namespaces."""
+    """Remove leftovers of dead runs: their cclab-link processes, namespaces and temporary directories."""
     found = leftovers(include_live)
     killed = _kill_cclab_link(found["processes"])
     removed = []
     for name in found["namespaces"]:
         _remove_namespace(name)
         removed.append(name)
-    return {"namespaces": removed, "processes": killed}
+    dirs = leftover_workdirs()
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    return {"namespaces": removed, "processes": killed, "workdirs": dirs}

@@ -48,7 +48,12 @@ pub struct Trace {
 }
 
 impl Trace {
-    pub fn new(origin: Ns, mut opps: Vec<Ns>, period: Ns, bytes_per_opp: u32) -> Result<Self, String> {
+    pub fn new(
+        origin: Ns,
+        mut opps: Vec<Ns>,
+        period: Ns,
+        bytes_per_opp: u32,
+    ) -> Result<Self, String> {
         if opps.is_empty() || period == 0 || bytes_per_opp == 0 {
             return Err("trace: needs at least one opportunity, a positive period and bytes per opportunity".into());
         }
@@ -56,7 +61,12 @@ impl Trace {
         if *opps.last().unwrap() > period {
             return Err("trace: an opportunity lies beyond the period".into());
         }
-        Ok(Trace { origin, opps, period, bytes_per_opp })
+        Ok(Trace {
+            origin,
+            opps,
+            period,
+            bytes_per_opp,
+        })
     }
 
     fn n(&self) -> u64 {

@@ -107,6 +107,9 @@ impl<T> Ord for Timed<T> {
     }
 }
 
+/// A data packet on its access path: (flow, wire length, packet).
+type AccessItem<P> = (Option<u32>, u32, P);
+
 struct Queued<P> {
     arrival: Ns,
     len: u32,
@@ -125,7 +128,7 @@ pub struct LinkModel<P> {
     p: LinkParams,
     rng: Xoshiro256,
     seq: u64,
-    access: BinaryHeap<Reverse<Timed<(Option<u32>, u32, P)>>>,
+    access: BinaryHeap<Reverse<Timed<AccessItem<P>>>>,
     queue: VecDeque<Queued<P>>,
     in_service: Option<InService<P>>,
     /// bytes/packets at the bottleneck, including the one being serialized
@@ -178,7 +181,8 @@ impl<P> LinkModel<P> {
     }
 
     fn path(&self, flow: Option<u32>) -> FlowPath {
-        flow.and_then(|f| self.p.flows.get(f as usize).copied()).unwrap_or(self.p.other)
+        flow.and_then(|f| self.p.flows.get(f as usize).copied())
+            .unwrap_or(self.p.other)
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -210,7 +214,11 @@ impl<P> LinkModel<P> {
         self.counters.data_in += 1;
         let t = now + self.path(flow).access_delay_ns;
         let seq = self.next_seq();
-        self.access.push(Reverse(Timed { t, seq, item: (flow, len, pkt) }));
+        self.access.push(Reverse(Timed {
+            t,
+            seq,
+            item: (flow, len, pkt),
+        }));
     }
 
     /// A packet read from the receiver side at `now` (ACKs, and anything else going back).
@@ -250,29 +258,50 @@ impl<P> LinkModel<P> {
             if t_srv == t {
                 self.finish_service(out);
             } else if t_acc == t {
-                let Reverse(Timed { t, item: (flow, len, pkt), .. }) = self.access.pop().unwrap();
+                let Reverse(Timed {
+                    t,
+                    item: (flow, len, pkt),
+                    ..
+                }) = self.access.pop().unwrap();
                 self.bottleneck_arrival(t, flow, len, pkt, out);
             } else if t_prop == t {
                 let (due, pkt) = self.prop.pop_front().unwrap();
                 self.counters.data_out += 1;
-                out(Delivery::Deliver { dir: Dir::Data, due, pkt });
+                out(Delivery::Deliver {
+                    dir: Dir::Data,
+                    due,
+                    pkt,
+                });
             } else {
                 let Reverse(Timed { t, item, .. }) = self.acks.pop().unwrap();
                 self.counters.ack_out += 1;
-                out(Delivery::Deliver { dir: Dir::Ack, due: t, pkt: item });
+                out(Delivery::Deliver {
+                    dir: Dir::Ack,
+                    due: t,
+                    pkt: item,
+                });
             }
         }
     }
 
     /// Arrivals are judged in time order, so the loss step only moves forward.
     fn loss_index_at(&mut self, t: Ns) -> usize {
-        while self.loss_idx + 1 < self.p.loss_steps.len() && self.p.loss_steps[self.loss_idx + 1].0 <= t {
+        while self.loss_idx + 1 < self.p.loss_steps.len()
+            && self.p.loss_steps[self.loss_idx + 1].0 <= t
+        {
             self.loss_idx += 1;
         }
         self.loss_idx
     }
 
-    fn bottleneck_arrival(&mut self, t: Ns, flow: Option<u32>, len: u32, pkt: P, out: &mut impl FnMut(Delivery<P>)) {
+    fn bottleneck_arrival(
+        &mut self,
+        t: Ns,
+        flow: Option<u32>,
+        len: u32,
+        pkt: P,
+        out: &mut impl FnMut(Delivery<P>),
+    ) {
         self.counters.arrival_bytes += len as u64;
         self.counters.arrival_packets += 1;
         if let Some(c) = flow.and_then(|f| self.flow_counters.get_mut(f as usize)) {
@@ -286,8 +315,14 @@ impl<P> LinkModel<P> {
             out(Delivery::Drop(pkt));
             return;
         }
-        let over_bytes = self.p.limit_bytes.is_some_and(|b| self.queue_bytes + len as u64 > b);
-        let over_pkts = self.p.limit_packets.is_some_and(|n| self.queue_packets + 1 > n);
+        let over_bytes = self
+            .p
+            .limit_bytes
+            .is_some_and(|b| self.queue_bytes + len as u64 > b);
+        let over_pkts = self
+            .p
+            .limit_packets
+            .is_some_and(|n| self.queue_packets + 1 > n);
         if over_bytes || over_pkts {
             self.counters.drops_overflow += 1;
             self.count_flow_drop(flow);
@@ -296,7 +331,12 @@ impl<P> LinkModel<P> {
         }
         self.queue_bytes += len as u64;
         self.queue_packets += 1;
-        let q = Queued { arrival: t, len, flow, pkt };
+        let q = Queued {
+            arrival: t,
+            len,
+            flow,
+            pkt,
+        };
         if self.in_service.is_none() {
             self.start_service(t, q);
         } else {

@@ -108,16 +108,25 @@ fn drop_tail_packet_limit() {
 fn rate_change_lets_the_packet_in_service_finish_at_the_old_rate() {
     // 12 Mbit/s until 0.5 ms, then 24 Mbit/s: packet 0 (started at 0) still
     // takes 1 ms; packet 1 starts at 1 ms and takes 0.5 ms.
-    let mut m = LinkModel::new(params(Capacity::Rate(RateSteps::new(12_000_000, vec![(MS / 2, 24_000_000)]))));
+    let mut m = LinkModel::new(params(Capacity::Rate(RateSteps::new(
+        12_000_000,
+        vec![(MS / 2, 24_000_000)],
+    ))));
     m.on_data(0, Some(0), 1500, 0);
     m.on_data(0, Some(0), 1500, 1);
     let (got, _) = drain(&mut m, 10 * MS);
-    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![MS, MS + MS / 2]);
+    assert_eq!(
+        got.iter().map(|g| g.1).collect::<Vec<_>>(),
+        vec![MS, MS + MS / 2]
+    );
 }
 
 #[test]
 fn an_outage_holds_packets_until_the_rate_returns() {
-    let mut m = LinkModel::new(params(Capacity::Rate(RateSteps::new(0, vec![(5 * MS, 12_000_000)]))));
+    let mut m = LinkModel::new(params(Capacity::Rate(RateSteps::new(
+        0,
+        vec![(5 * MS, 12_000_000)],
+    ))));
     m.on_data(0, Some(0), 1500, 0);
     let (got, _) = drain(&mut m, 100 * MS);
     assert_eq!(got[0].1, 6 * MS);
@@ -134,7 +143,10 @@ fn delay_decrease_never_reorders() {
     m.on_data(0, Some(0), 1500, 0);
     m.on_data(0, Some(0), 1500, 1);
     let (got, _) = drain(&mut m, 100 * MS);
-    assert_eq!(got.iter().map(|g| (g.1, g.2)).collect::<Vec<_>>(), vec![(11 * MS, 0), (11 * MS, 1)]);
+    assert_eq!(
+        got.iter().map(|g| (g.1, g.2)).collect::<Vec<_>>(),
+        vec![(11 * MS, 0), (11 * MS, 1)]
+    );
 }
 
 #[test]
@@ -143,8 +155,14 @@ fn per_flow_paths_give_each_flow_its_rtt() {
     let mut p = params(rate(100_000_000_000));
     p.delay_steps = vec![(0, 5 * MS)];
     p.flows = vec![
-        FlowPath { access_delay_ns: 5 * MS, ack_delay_ns: 10 * MS },
-        FlowPath { access_delay_ns: 25 * MS, ack_delay_ns: 30 * MS },
+        FlowPath {
+            access_delay_ns: 5 * MS,
+            ack_delay_ns: 10 * MS,
+        },
+        FlowPath {
+            access_delay_ns: 25 * MS,
+            ack_delay_ns: 30 * MS,
+        },
     ];
     let mut m = LinkModel::new(p);
     m.on_data(0, Some(1), 40, 1);
@@ -189,7 +207,10 @@ fn seeded_random_loss_before_the_queue() {
 #[test]
 fn loss_schedule_switches_the_model() {
     let mut p = params(rate(1_000_000_000_000));
-    p.loss_steps = vec![(0, LossModel::Bernoulli { p: 0.0 }), (10 * MS, LossModel::Bernoulli { p: 1.0 })];
+    p.loss_steps = vec![
+        (0, LossModel::Bernoulli { p: 0.0 }),
+        (10 * MS, LossModel::Bernoulli { p: 1.0 }),
+    ];
     let mut m = LinkModel::new(p);
     m.on_data(0, Some(0), 100, 0);
     m.on_data(20 * MS, Some(0), 100, 1);
@@ -211,7 +232,10 @@ fn trace_opportunity_is_shared_by_small_packets_and_unused_bytes_are_lost() {
     // a packet arriving at 2.5 ms cannot use what the 2 ms opportunity left over
     m.on_data(2 * MS + MS / 2, Some(0), 100, 3);
     let (got, _) = drain(&mut m, 100 * MS);
-    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![MS, MS, 2 * MS, 3 * MS]);
+    assert_eq!(
+        got.iter().map(|g| g.1).collect::<Vec<_>>(),
+        vec![MS, MS, 2 * MS, 3 * MS]
+    );
 }
 
 #[test]
@@ -221,7 +245,10 @@ fn trace_jumbo_packet_uses_consecutive_opportunities_and_trace_repeats() {
     m.on_data(0, Some(0), 9000, 0); // needs 6 opportunities: 1..6 ms (second period repeats)
     m.on_data(0, Some(0), 1500, 1);
     let (got, _) = drain(&mut m, 100 * MS);
-    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), vec![6 * MS, 7 * MS]);
+    assert_eq!(
+        got.iter().map(|g| g.1).collect::<Vec<_>>(),
+        vec![6 * MS, 7 * MS]
+    );
     // packet 0 began at its first opportunity (1 ms); packet 1 waited until 7 ms
     assert_eq!(m.counters.sojourn_sum_ns, MS + 7 * MS);
 }
@@ -229,7 +256,10 @@ fn trace_jumbo_packet_uses_consecutive_opportunities_and_trace_repeats() {
 #[test]
 fn packets_of_no_flow_take_the_other_path() {
     let mut p = params(rate(100_000_000_000));
-    p.other = FlowPath { access_delay_ns: 0, ack_delay_ns: 7 * MS };
+    p.other = FlowPath {
+        access_delay_ns: 0,
+        ack_delay_ns: 7 * MS,
+    };
     let mut m = LinkModel::new(p);
     m.on_ack(0, None, 1);
     let (got, _) = drain(&mut m, 100 * MS);
@@ -247,8 +277,14 @@ fn conservation_under_random_operations() {
         p.loss_steps = vec![(0, LossModel::Bernoulli { p: 0.05 })];
         p.delay_steps = vec![(0, MS), (50 * MS, 3 * MS), (80 * MS, 0)];
         p.flows = vec![
-            FlowPath { access_delay_ns: MS, ack_delay_ns: 2 * MS },
-            FlowPath { access_delay_ns: 9 * MS, ack_delay_ns: 10 * MS },
+            FlowPath {
+                access_delay_ns: MS,
+                ack_delay_ns: 2 * MS,
+            },
+            FlowPath {
+                access_delay_ns: 9 * MS,
+                ack_delay_ns: 10 * MS,
+            },
         ];
         p.seed = case;
         let mut m = LinkModel::new(p);
@@ -258,7 +294,7 @@ fn conservation_under_random_operations() {
             now += rng.next_u64() % (300_000);
             let flow = (rng.next_u64() % 3) as u32;
             let flow = if flow == 2 { None } else { Some(flow) };
-            if rng.next_u64() % 4 == 0 {
+            if rng.next_u64().is_multiple_of(4) {
                 m.on_ack(now, flow, id);
             } else {
                 m.on_data(now, flow, 40 + (rng.next_u64() % 1461) as u32, id);
@@ -268,7 +304,10 @@ fn conservation_under_random_operations() {
                 Delivery::Deliver { dir, due, .. } => {
                     assert!(due <= now);
                     if dir == Dir::Data {
-                        assert!(due >= last_due[0], "data leaves in FIFO order after the bottleneck");
+                        assert!(
+                            due >= last_due[0],
+                            "data leaves in FIFO order after the bottleneck"
+                        );
                         last_due[0] = due;
                     }
                     delivered += 1;
@@ -277,7 +316,10 @@ fn conservation_under_random_operations() {
             });
             let c = &m.counters;
             assert_eq!(c.data_in + c.ack_in, id as u64);
-            assert_eq!(id as u64, delivered + dropped + m.queue_packets() + m.in_flight_packets());
+            assert_eq!(
+                id as u64,
+                delivered + dropped + m.queue_packets() + m.in_flight_packets()
+            );
             assert_eq!(c.drops_overflow + c.drops_random, dropped);
             assert!(m.queue_bytes() <= 20_000 + case * 1000);
         }

@@ -11,14 +11,26 @@ pub enum LossModel {
     /// with probability 1−k in the good state and 1−h in the bad one. The
     /// packet is judged in the current state, then the chain steps once
     /// (one transition per packet, as netem's `gemodel` does).
-    GilbertElliott { p: f64, r: f64, h: f64, k: f64, bad: bool },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        h: f64,
+        k: f64,
+        bad: bool,
+    },
 }
 
 impl LossModel {
     pub fn from_config(l: &Loss) -> Self {
         match *l {
             Loss::Bernoulli { p } => LossModel::Bernoulli { p },
-            Loss::GilbertElliott { p, r, h, k } => LossModel::GilbertElliott { p, r, h, k, bad: false },
+            Loss::GilbertElliott { p, r, h, k } => LossModel::GilbertElliott {
+                p,
+                r,
+                h,
+                k,
+                bad: false,
+            },
         }
     }
 
@@ -49,7 +61,9 @@ mod tests {
         let run = |seed| {
             let mut rng = Xoshiro256::seed_from_u64(seed);
             let mut m = LossModel::Bernoulli { p: 0.1 };
-            (0..100_000).map(|_| m.lose(&mut rng)).collect::<Vec<bool>>()
+            (0..100_000)
+                .map(|_| m.lose(&mut rng))
+                .collect::<Vec<bool>>()
         };
         let a = run(3);
         assert_eq!(a, run(3), "same seed, same loss pattern");
@@ -69,7 +83,13 @@ mod tests {
         // Stationary P(bad) = p / (p + r); loss = P(good)(1−k) + P(bad)(1−h).
         let (p, r, h, k) = (0.01, 0.2, 0.3, 1.0);
         let mut rng = Xoshiro256::seed_from_u64(9);
-        let mut m = LossModel::GilbertElliott { p, r, h, k, bad: false };
+        let mut m = LossModel::GilbertElliott {
+            p,
+            r,
+            h,
+            k,
+            bad: false,
+        };
         let n = 400_000;
         let lost = (0..n).filter(|_| m.lose(&mut rng)).count() as f64 / n as f64;
         let pb = p / (p + r);

@@ -18,7 +18,12 @@ fn splitmix64(x: &mut u64) -> u64 {
 impl Xoshiro256 {
     pub fn seed_from_u64(seed: u64) -> Self {
         let mut x = seed;
-        let s = [splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x), splitmix64(&mut x)];
+        let s = [
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+            splitmix64(&mut x),
+        ];
         Xoshiro256 { s }
     }
 

@@ -1,0 +1,106 @@
+"""``cclab doctor`` and ``cclab compare`` (registered into the main CLI by cli.py)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+__all__ = ["register"]
+
+
+def _fmt(x: Any, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:.{digits}f}"
+
+
+def doctor(
+    clean: bool = typer.Option(False, "--clean", help="Remove leftovers of killed kernel runs (cclab namespaces and cclab-link processes)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """What this machine can run: root, netns, TUN, netem/tbf, iperf3, congestion controls, BPF struct_ops."""
+    from cclab.cli import console, err_console, fail
+    from cclab.kernel import machine, netns
+
+    if clean:
+        if not machine.is_root():
+            fail("doctor --clean needs root (it removes network namespaces)")
+        removed = netns.clean()
+        ns, procs = removed["namespaces"], removed["processes"]
+        console.print(f"removed {len(ns)} namespace(s){': ' + ', '.join(ns) if ns else ''}; "
+                      f"killed {len(procs)} cclab-link process(es){': ' + ', '.join(map(str, procs)) if procs else ''}; "
+                      f"removed {len(removed['workdirs'])} temporary run director(y/ies)")  # fmt: skip
+    caps = machine.capabilities()
+    if machine.is_root():
+        caps["leftovers"] = netns.leftovers()
+    if as_json:
+        console.print_json(json.dumps(caps))
+        return
+    yes = lambda b: "[green]yes[/green]" if b else "[red]no[/red]"  # noqa: E731
+    t = Table(title="cclab doctor", show_header=False)
+    t.add_row("kernel", str(caps["kernel_release"]) + f" ({caps['cpus']} CPUs)")
+    t.add_row("root", yes(caps["root"]))
+    t.add_row("network namespaces", yes(caps["netns"]))
+    t.add_row("TUN (/dev/net/tun)", yes(caps["tun"]))
+    t.add_row("cclab-link emulator", caps["cclab_link_version"] or "[red]not built[/red]")
+    if "netem" in caps:
+        t.add_row("netem qdisc", yes(caps["netem"]))
+        t.add_row("tbf qdisc", yes(caps["tbf"]))
+    t.add_row("iperf3", caps["iperf3"] or "[yellow]not installed[/yellow] (not needed: cclab-link sends and receives)")
+    t.add_row("congestion controls", " ".join(caps["tcp_available_congestion_control"]) + f"  (default {caps['default_congestion_control']})")
+    t.add_row("allowed to unprivileged", " ".join(caps["tcp_allowed_congestion_control"]))
+    t.add_row("BPF struct_ops CC", yes(caps["bpf_struct_ops"]) + f" (kernel BTF: {'yes' if caps['btf'] else 'no'}, bpftool: {caps['bpftool'] or 'not installed'})")
+    t.add_row("max emulated rate", f"{caps['max_rate_bps_mtu1500'] / 1e6:.0f} Mbit/s at MTU 1500, {caps['max_rate_bps_mtu9000'] / 1e6:.0f} at MTU 9000")
+    left = caps.get("leftovers") or {}
+    if left.get("namespaces") or left.get("processes"):
+        t.add_row("leftovers", f"[yellow]{len(left['namespaces'])} namespace(s), {len(left['processes'])} process(es)[/yellow] — run cclab doctor --clean")
+    t.add_row("kernel backend", "[green]ready[/green]" if caps["kernel_backend"] else "[red]unavailable[/red]: " + "; ".join(caps["why_not"]))
+    console.print(t)
+    if not caps["kernel_backend"]:
+        err_console.print("the sim backend works everywhere: cclab run FILE --backend sim")
+
+
+def compare_cmd(
+    a: Path = typer.Argument(..., help="First run record (e.g. the kernel run).", show_default=False),
+    b: Path = typer.Argument(..., help="Second run record of the same scenario (e.g. the sim run).", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write compare.json and the overlaid figures here (default: A/compare-<B>)."),
+    svg: bool = typer.Option(False, "--svg", help="Also write SVG figures."),
+    no_plot: bool = typer.Option(False, "--no-plot", help="Tables only."),
+) -> None:
+    """Compare two runs of the same scenario (any backends): per-flow and aggregate metrics side by side, differences, overlaid time series."""
+    from cclab.cli import console, err_console, user_errors
+    from cclab.compare import compare
+
+    with user_errors():
+        target = None if no_plot else (out or (a / f"compare-{b.name}"))
+        c = compare(a, b, out=target, formats=("png", "svg") if svg else ("png",))
+    for note in c.notes:
+        err_console.print(f"[bold yellow]note:[/bold yellow] {note}", soft_wrap=True)
+    la, lb = c.label("a"), c.label("b")
+    t = Table(title=f"per flow — A = {la}, B = {lb}")
+    for col in ("flow", "cca", "metric", "A", "B", "B − A", "rel"):
+        t.add_column(col, justify="right" if col in ("A", "B", "B − A", "rel") else "left")
+    for r in c.per_flow.itertuples():
+        t.add_row(str(r.flow_id), str(r.cca), f"{r.metric} ({r.unit})", _fmt(r.a), _fmt(r.b), _fmt(r.diff),
+                  "–" if math.isnan(r.rel_diff) else f"{r.rel_diff * 100:+.1f} %")  # fmt: skip
+    console.print(t)
+    t = Table(title="aggregate")
+    for col in ("metric", "A", "B", "B − A", "rel"):
+        t.add_column(col, justify="left" if col == "metric" else "right")
+    for r in c.aggregate.itertuples():
+        t.add_row(f"{r.metric} ({r.unit})" if r.unit else r.metric, _fmt(r.a, 3), _fmt(r.b, 3), _fmt(r.diff, 3),
+                  "–" if math.isnan(r.rel_diff) else f"{r.rel_diff * 100:+.1f} %")  # fmt: skip
+    console.print(t)
+    for f in c.figures:
+        console.print(f"figure: {f}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``doctor`` and ``compare`` to the cclab CLI."""
+    app.command("doctor")(doctor)
+    app.command("compare")(compare_cmd)

@@ -1,0 +1,71 @@
+"""Helpers shared by the kernel-backend tests (fixtures are in conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cclab.kernel import machine, netns
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def scenario_ir(**overrides: Any) -> dict[str, Any]:
+    """The IR of a small scenario (via the real schema + resolver)."""
+    from cclab.resolve import resolve
+    from cclab.scenario import scenario_from_dict
+
+    data: dict[str, Any] = {
+        "name": "kernel-test",
+        "duration": "4s",
+        "seed": 1,
+        "sample_interval": "10ms",
+        "link": {"rate": "50Mbps", "delay": "0ms", "buffer": "1bdp"},
+        "flows": [{"cca": "cubic", "rtt": "50ms"}],
+    }
+    for k, v in overrides.items():
+        data[k] = v
+    return resolve(scenario_from_dict(data))
+
+
+def _build_binary() -> str | None:
+    found = machine.link_binary()
+    if found:
+        return found
+    cargo = shutil.which("cargo")
+    if not cargo:
+        return None
+    env = dict(os.environ)
+    env.setdefault("CARGO_TARGET_DIR", "/tmp/target-link")
+    r = subprocess.run([cargo, "build", "--release", "-p", "cclab-link"], cwd=REPO, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.fail("cargo build -p cclab-link failed:\n" + r.stderr[-2000:])
+    os.environ["CCLAB_LINK"] = os.path.join(env["CARGO_TARGET_DIR"], "release", "cclab-link")
+    return os.environ["CCLAB_LINK"]
+
+
+def cclab_namespaces() -> list[str]:
+    try:
+        return sorted(n for n in os.listdir(netns.NETNS_DIR) if n.startswith(netns.PREFIX))
+    except FileNotFoundError:
+        return []
+
+
+def cclab_link_processes_of(prefix: str) -> list[int]:
+    """cclab-link processes serving namespaces whose names start with ``prefix``
+    (other runs on the machine — a benchmark, another test session — are not ours)."""
+    mine = []
+    for pid in netns.cclab_link_processes():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                args = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if any(a.startswith(f"{netns.NETNS_DIR}/{prefix}".encode()) for a in args):
+            mine.append(pid)
+    return mine

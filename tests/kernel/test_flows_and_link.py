@@ -1,0 +1,81 @@
+"""Flow semantics (bytes, stop, rwnd), a rate schedule, and cleanup on SIGTERM / Ctrl-C — in namespaces (root)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+from kernel_helpers import REPO, cclab_link_processes_of, cclab_namespaces, scenario_ir
+
+from cclab import metrics
+from cclab.kernel import backend, netns
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def test_finite_stopped_and_window_limited_flows():
+    ir = scenario_ir(
+        duration="5s",
+        flows=[
+            {"cca": "cubic", "rtt": "50ms", "bytes": "2MB"},
+            {"cca": "reno", "rtt": "50ms", "start": "1s", "stop": "3s"},
+            {"cca": "cubic", "rtt": "50ms", "rwnd": "64KiB"},
+        ],
+    )
+    raw = backend.run(ir)
+    flows = metrics.flows_frame(raw, ir)
+    delivered = np.asarray(raw["flows"]["delivered_bytes"]).reshape(-1, 3)
+    # bytes: exactly 2 MB delivered, then the flow is inactive
+    assert delivered[-1, 0] == 2_000_000
+    f0 = flows[flows.flow_id == 0]
+    assert f0["active"].iloc[-1] == False  # noqa: E712
+    # start/stop: nothing before 1 s, nothing written after 3 s (in flight still arrives)
+    f1 = flows[flows.flow_id == 1]
+    assert f1.loc[f1.time_s <= 1.0, "goodput_bps"].sum() == 0
+    assert f1.loc[f1.time_s > 3.6, "goodput_bps"].sum() == 0
+    assert f1.loc[(f1.time_s > 1.5) & (f1.time_s <= 3.0), "goodput_bps"].mean() > 1e6
+    # rwnd 64 KiB over a 50 ms base RTT (plus queueing) caps goodput near 64 KiB / RTT ≈ 10.5 Mbit/s
+    f2 = flows[(flows.flow_id == 2) & (flows.time_s > 1.0)]
+    assert f2["goodput_bps"].mean() < 65536 * 8 / 0.050 * 1.1, f2["goodput_bps"].mean()
+
+
+def test_rate_schedule_changes_the_link_rate():
+    ir = scenario_ir(duration="4s", link={"rate": "10Mbps", "buffer": "100KB", "schedule": [{"at": "2s", "rate": "30Mbps"}]},
+                     flows=[{"cca": "bbr", "rtt": "20ms"}])  # fmt: skip
+    raw = backend.run(ir)
+    link = metrics.link_frame(raw, ir)
+    # capacity_bps is the rate at the sample instant (docs/record.md): 30 Mbit/s from t = 2 s on
+    assert set(link.loc[link.time_s < 1.999, "capacity_bps"]) == {10e6}
+    assert set(link.loc[link.time_s > 1.999, "capacity_bps"]) == {30e6}
+    before = link.loc[(link.time_s > 1.0) & (link.time_s <= 2.0), "throughput_bps"].mean()
+    after = link.loc[link.time_s > 3.0, "throughput_bps"].mean()
+    assert 9e6 < before <= 10.1e6 and 27e6 < after <= 30.1e6, (before, after)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_run_stopped_by_a_signal_cleans_up_by_itself(sig):
+    code = "from kernel_helpers import scenario_ir\nfrom cclab.kernel import backend\nbackend.run(scenario_ir(duration='30s'))\n"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "kernel"), os.environ.get("PYTHONPATH", "")]))
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
+    mine = f"{netns.PREFIX}{child.pid}-"
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not cclab_link_processes_of(mine):
+            time.sleep(0.05)
+        time.sleep(1.5)
+        child.send_signal(sig)
+        child.wait(timeout=20)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode != 0
+    assert not [n for n in cclab_namespaces() if n.startswith(mine)]
+    assert cclab_link_processes_of(mine) == []
+    assert not [d for d in os.listdir(tempfile.gettempdir()) if d.startswith(mine)]
