@@ -13,7 +13,8 @@
 //! `delivered − sacked_out > mark`.
 
 use super::{
-    tcp_cong_avoid_ai, tcp_slow_start, AckSample, CaState, CcError, CongestionOps, Conn, CwndEvent, Params, Snapshot,
+    tcp_cong_avoid_ai, tcp_slow_start, AckSample, CaState, CcError, CongestionOps, Conn, CwndEvent,
+    Params, Snapshot,
 };
 
 /// `alpha` (tcp_vegas.c module parameter): lower bound of packets in the network.
@@ -54,7 +55,9 @@ impl Vegas {
         let int = |p: &mut Params, name: &str, d: u32| -> Result<u32, CcError> {
             let v = p.take(name, d as f64);
             if !(v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 1e6) {
-                return Err(CcError(format!("{cca}: {name} = {v} must be a non-negative integer")));
+                return Err(CcError(format!(
+                    "{cca}: {name} = {v} must be a non-negative integer"
+                )));
             }
             Ok(v as u32)
         };
@@ -243,11 +246,25 @@ mod tests {
         c.is_cwnd_limited = true;
         let mut v = Vegas::new(ALPHA, BETA, GAMMA);
         v.init(&mut c);
-        v.pkts_acked(&mut c, &AckSample { pkts_acked: 1, rtt: Some(Dur::from_us(base)), in_flight: cwnd });
+        v.pkts_acked(
+            &mut c,
+            &AckSample {
+                pkts_acked: 1,
+                rtt: Some(Dur::from_us(base)),
+                in_flight: cwnd,
+            },
+        );
         v.cnt_rtt = 0;
         v.min_rtt_us = NO_RTT;
         for _ in 0..n {
-            v.pkts_acked(&mut c, &AckSample { pkts_acked: 1, rtt: Some(Dur::from_us(rtt)), in_flight: cwnd });
+            v.pkts_acked(
+                &mut c,
+                &AckSample {
+                    pkts_acked: 1,
+                    rtt: Some(Dur::from_us(rtt)),
+                    in_flight: cwnd,
+                },
+            );
         }
         c.delivered = 1; // an ACK beyond beg_snd_nxt (= 0): the RTT is over
         (v, c)

@@ -714,6 +714,10 @@ impl Sender {
         rs.losses = w.newly_lost;
         rs.prior_in_flight = prior_in_flight;
         rs.rtt = w.newest_rtt;
+        // Linux FLAG_ACK_MAYBE_DELAYED (tcp_clean_rtx_queue): one packet, cum-
+        // ACKed, nothing SACKed, and it was alone in flight — likely held by the
+        // receiver's delayed-ACK timer, so its RTT says nothing about the path.
+        rs.is_ack_delayed = w.newly_delivered == 1 && w.una_advanced && self.conn.sacked_out == 0 && rs.tx_in_flight <= 1;
         if !w.rs_valid || w.newly_delivered == 0 {
             rs.delivered = 0;
             rs.interval = Dur::ZERO;
@@ -735,6 +739,7 @@ impl Sender {
 
     /// Linux `tcp_cong_control`.
     fn cong_control(&mut self, rs: &RateSample, w: &AckWork) {
+        self.conn.wstamp = self.pace_next;
         if self.cc.has_cong_control() {
             self.cc.cong_control(&mut self.conn, rs);
             return;

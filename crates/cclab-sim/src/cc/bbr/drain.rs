@@ -15,7 +15,8 @@ impl Bbr {
         }
         // Fall through: inflight may already be small.
         if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(conn, conn.in_flight) <= self.inflight(self.max_bw(), BBR_UNIT, conn.mss)
+            && self.packets_in_net_at_edt(conn, conn.in_flight)
+                <= self.inflight(self.max_bw(), BBR_UNIT, conn.mss)
         {
             self.reset_probe_bw_mode(conn);
         }
@@ -47,7 +48,10 @@ mod tests {
         c.in_flight = 250;
         b.check_drain(&mut c);
         assert_eq!(b.mode, Mode::Drain);
-        assert_eq!(c.ssthresh, target, "ssthresh exported as the BDP on entering Drain");
+        assert_eq!(
+            c.ssthresh, target,
+            "ssthresh exported as the BDP on entering Drain"
+        );
         b.update_gains(); // bbr_update_model: gains follow the mode on the same ACK
         c.in_flight = target + 1;
         b.check_drain(&mut c);

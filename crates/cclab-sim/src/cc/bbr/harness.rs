@@ -53,7 +53,8 @@ impl Link {
         self
     }
     pub fn with_rate_change(mut self, at_s: f64, rate_bps: u64) -> Link {
-        self.rate_changes.push((Time((at_s * 1e9) as u64), Bandwidth(rate_bps)));
+        self.rate_changes
+            .push((Time((at_s * 1e9) as u64), Bandwidth(rate_bps)));
         self
     }
 }
@@ -105,11 +106,18 @@ impl Harness {
         Harness::new_multi(name, params, link, 1, seed)
     }
 
-    pub fn new_multi(name: &str, params: &[(&str, f64)], link: Link, n: usize, seed: u64) -> Harness {
+    pub fn new_multi(
+        name: &str,
+        params: &[(&str, f64)],
+        link: Link,
+        n: usize,
+        seed: u64,
+    ) -> Harness {
         let map: BTreeMap<String, f64> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
         let flows = (0..n)
             .map(|i| {
-                let mut cc = Cc::new(name, &map, seed.wrapping_mul(1000).wrapping_add(i as u64)).unwrap();
+                let mut cc =
+                    Cc::new(name, &map, seed.wrapping_mul(1000).wrapping_add(i as u64)).unwrap();
                 let mut conn = Conn::new(Time::ZERO, link.mss);
                 cc.init(&mut conn);
                 Flow {
@@ -168,7 +176,10 @@ impl Harness {
     }
     /// (lost, delivered), all flows.
     pub fn totals(&self) -> (u64, u64) {
-        (self.flows.iter().map(|f| f.total_lost).sum(), self.delivered())
+        (
+            self.flows.iter().map(|f| f.total_lost).sum(),
+            self.delivered(),
+        )
     }
     pub fn run_until(&mut self, secs: f64) {
         while self.now_secs() < secs {
@@ -177,7 +188,9 @@ impl Harness {
     }
 
     fn rto(&self, f: &Flow) -> Dur {
-        Dur(Dur::from_ms(200).ns().max(2 * f.conn.srtt.ns() + self.link.base_rtt.ns()))
+        Dur(Dur::from_ms(200)
+            .ns()
+            .max(2 * f.conn.srtt.ns() + self.link.base_rtt.ns()))
     }
 
     /// Process the next event (an ACK arrival, a transmission or an RTO).
@@ -254,7 +267,8 @@ impl Harness {
         // Policer in front of the bottleneck.
         if let Some((rate, bucket)) = self.link.policer {
             let dt = now.saturating_sub(self.last_token_time);
-            self.tokens = (self.tokens + rate.bps() as f64 * dt.secs_f64() / 8.0).min(bucket as f64);
+            self.tokens =
+                (self.tokens + rate.bps() as f64 * dt.secs_f64() / 8.0).min(bucket as f64);
             self.last_token_time = now;
             if self.tokens < mss as f64 {
                 return; // policed: dropped
@@ -262,7 +276,9 @@ impl Harness {
             self.tokens -= mss as f64;
         }
         // Bottleneck rate changes.
-        while self.rate_change_idx < self.link.rate_changes.len() && self.link.rate_changes[self.rate_change_idx].0 <= now {
+        while self.rate_change_idx < self.link.rate_changes.len()
+            && self.link.rate_changes[self.rate_change_idx].0 <= now
+        {
             self.link.rate = self.link.rate_changes[self.rate_change_idx].1;
             self.rate_change_idx += 1;
         }
@@ -270,7 +286,11 @@ impl Harness {
             self.in_link.pop_front();
         }
         let waiting = self.in_link.len().saturating_sub(1);
-        if self.link.buffer_pkts.is_some_and(|b| !self.in_link.is_empty() && waiting >= b) {
+        if self
+            .link
+            .buffer_pkts
+            .is_some_and(|b| !self.in_link.is_empty() && waiting >= b)
+        {
             return; // tail drop
         }
         let dep = self.last_departure.max(now) + self.link.rate.tx_time(mss as u64);
@@ -323,12 +343,17 @@ impl Harness {
         f.conn.packets_out -= 1;
         f.conn.in_flight -= 1;
         let rtt = now - p.sent;
-        f.conn.srtt = if f.conn.srtt.ns() == 0 { rtt } else { Dur((f.conn.srtt.ns() * 7 + rtt.ns()) / 8) };
+        f.conn.srtt = if f.conn.srtt.ns() == 0 {
+            rtt
+        } else {
+            Dur((f.conn.srtt.ns() * 7 + rtt.ns()) / 8)
+        };
         f.conn.min_rtt = Some(f.conn.min_rtt.map_or(rtt, |m| m.min(rtt)));
         // CA state machine (tcp_fastretrans_alert, simplified): recovery ends
         // once everything sent before it began is ACKed; losses detected on
         // that same ACK start the next recovery at once.
-        if matches!(f.conn.ca_state, CaState::Recovery | CaState::Loss) && p.seq >= f.recovery_high {
+        if matches!(f.conn.ca_state, CaState::Recovery | CaState::Loss) && p.seq >= f.recovery_high
+        {
             f.cc.set_state(&mut f.conn, CaState::Open);
             f.conn.ca_state = CaState::Open;
         }
@@ -370,7 +395,11 @@ impl Harness {
             lost: f.conn.lost - p.lost_at_send,
             ..Default::default()
         };
-        let sample = AckSample { pkts_acked: 1, rtt: Some(rtt), in_flight: f.conn.in_flight };
+        let sample = AckSample {
+            pkts_acked: 1,
+            rtt: Some(rtt),
+            in_flight: f.conn.in_flight,
+        };
         f.cc.pkts_acked(&mut f.conn, &sample);
         if f.cc.has_cong_control() {
             f.cc.cong_control(&mut f.conn, &rs);

@@ -45,10 +45,14 @@ impl LtBwConfig {
     pub(crate) fn from_params(p: &mut Params) -> Result<LtBwConfig, CcError> {
         let d = LtBwConfig::default();
         let enabled = p.take_bool("lt_bw", d.enabled);
-        let intvl_min_rtts = count_param(p, "lt_intvl_min_rtts", d.intvl_min_rtts as u64, 1)? as u32;
+        let intvl_min_rtts =
+            count_param(p, "lt_intvl_min_rtts", d.intvl_min_rtts as u64, 1)? as u32;
         let thresh = p.take("lt_loss_thresh", d.loss_thresh as f64 / BBR_UNIT as f64);
         if !(thresh.is_finite() && thresh > 0.0 && thresh <= 1.0) {
-            return Err(CcError(format!("{}: lt_loss_thresh = {thresh} must be in (0, 1]", p.cca)));
+            return Err(CcError(format!(
+                "{}: lt_loss_thresh = {thresh} must be in (0, 1]",
+                p.cca
+            )));
         }
         let bw_max_rtts = count_param(p, "lt_bw_max_rtts", d.bw_max_rtts as u64, 1)? as u32;
         Ok(LtBwConfig {
@@ -100,7 +104,12 @@ impl Bbr {
         if self.lt.bw != 0 {
             let diff = bw.abs_diff(self.lt.bw);
             if diff as u128 * BBR_UNIT as u128 <= LT_BW_RATIO as u128 * self.lt.bw as u128
-                || super::rate_bytes_per_sec(diff, conn.mss, BBR_UNIT, self.cfg.pacing_margin_percent) <= LT_BW_DIFF
+                || super::rate_bytes_per_sec(
+                    diff,
+                    conn.mss,
+                    BBR_UNIT,
+                    self.cfg.pacing_margin_percent,
+                ) <= LT_BW_DIFF
             {
                 // All criteria met: estimate we are policed.
                 self.lt.bw = (bw + self.lt.bw) >> 1; // average of 2 intervals
@@ -192,7 +201,9 @@ mod tests {
         // tcp_bbr.c bbr_lt_bw_sampling: a 10 Mbit/s policer on a 100 Mbit/s
         // path: two consistent lossy intervals → lt_use_bw, rate ≈ policer's,
         // pacing gain 1.0 while in use.
-        let link = Link::new(100_000_000, 30, 1448).with_buffer_bdp(4.0).with_policer(10_000_000, 30_000);
+        let link = Link::new(100_000_000, 30, 1448)
+            .with_buffer_bdp(4.0)
+            .with_policer(10_000_000, 30_000);
         let mut h = Harness::new("bbr", &[], link, 9);
         let mut engaged_at = None;
         while h.now_secs() < 10.0 {
@@ -200,7 +211,11 @@ mod tests {
             if engaged_at.is_none() && h.bbr().lt.use_bw {
                 engaged_at = Some(h.now_secs());
                 let bps = h.bbr().lt_bw_bps(1448).unwrap();
-                eprintln!("lt_bw engaged at {:.2} s, {:.2} Mbit/s", h.now_secs(), bps / 1e6);
+                eprintln!(
+                    "lt_bw engaged at {:.2} s, {:.2} Mbit/s",
+                    h.now_secs(),
+                    bps / 1e6
+                );
                 assert!((bps / 10e6 - 1.0).abs() < 0.15, "lt_bw {bps}");
             }
             if h.bbr().lt.use_bw && h.bbr().mode == Mode::ProbeBw {
@@ -222,7 +237,9 @@ mod tests {
 
     #[test]
     fn lt_bw_param_disables_the_model() {
-        let link = Link::new(100_000_000, 30, 1448).with_buffer_bdp(4.0).with_policer(10_000_000, 30_000);
+        let link = Link::new(100_000_000, 30, 1448)
+            .with_buffer_bdp(4.0)
+            .with_policer(10_000_000, 30_000);
         let mut h = Harness::new("bbr", &[("lt_bw", 0.0)], link, 9);
         while h.now_secs() < 6.0 {
             h.step();

@@ -107,7 +107,12 @@ mod tests {
         let c = Conn::new(Time::ZERO, 1448);
         let pick = |seed| {
             let mut b = Bbr::new("bbr", BbrConfig::default(), seed);
-            (0..20).map(|_| { b.reset_probe_bw_mode(&c); b.cycle_idx }).collect::<Vec<_>>()
+            (0..20)
+                .map(|_| {
+                    b.reset_probe_bw_mode(&c);
+                    b.cycle_idx
+                })
+                .collect::<Vec<_>>()
         };
         assert_eq!(pick(42), pick(42));
     }
@@ -143,11 +148,23 @@ mod tests {
         c.delivered_time = Time(Dur::from_ms(13).ns());
         let need = b.inflight(b.max_bw(), b.pacing_gain, c.mss);
         let tso = b.tso_segs_goal(c.mss); // in_net_at_edt adds the EDT burst when probing
-        let below = RateSample { prior_in_flight: need - tso - 1, ..Default::default() };
-        assert!(!b.is_next_cycle_phase(&c, &below), "full length but inflight < 1.25 BDP");
-        let lossy = RateSample { losses: 1, ..below.clone() };
+        let below = RateSample {
+            prior_in_flight: need - tso - 1,
+            ..Default::default()
+        };
+        assert!(
+            !b.is_next_cycle_phase(&c, &below),
+            "full length but inflight < 1.25 BDP"
+        );
+        let lossy = RateSample {
+            losses: 1,
+            ..below.clone()
+        };
         assert!(b.is_next_cycle_phase(&c, &lossy), "a loss ends probing");
-        let reached = RateSample { prior_in_flight: need - tso, ..Default::default() };
+        let reached = RateSample {
+            prior_in_flight: need - tso,
+            ..Default::default()
+        };
         assert!(b.is_next_cycle_phase(&c, &reached));
         c.delivered_time = Time(Dur::from_ms(5).ns());
         assert!(!b.is_next_cycle_phase(&c, &reached), "never before min_rtt");
@@ -158,8 +175,20 @@ mod tests {
         let (b, mut c) = probe_bw_at(1);
         c.delivered_time = Time(Dur::from_ms(1).ns());
         let bdp = b.inflight(b.max_bw(), BBR_UNIT, c.mss);
-        assert!(!b.is_next_cycle_phase(&c, &RateSample { prior_in_flight: bdp + 1, ..Default::default() }));
-        assert!(b.is_next_cycle_phase(&c, &RateSample { prior_in_flight: bdp, ..Default::default() }));
+        assert!(!b.is_next_cycle_phase(
+            &c,
+            &RateSample {
+                prior_in_flight: bdp + 1,
+                ..Default::default()
+            }
+        ));
+        assert!(b.is_next_cycle_phase(
+            &c,
+            &RateSample {
+                prior_in_flight: bdp,
+                ..Default::default()
+            }
+        ));
     }
 
     #[test]
@@ -170,7 +199,10 @@ mod tests {
             let (mut b, mut c) = probe_bw_at(idx);
             b.set_pacing_rate(&mut c, b.max_bw(), b.pacing_gain);
             c.cwnd = 1000;
-            let rs = RateSample { acked_sacked: 1, ..Default::default() };
+            let rs = RateSample {
+                acked_sacked: 1,
+                ..Default::default()
+            };
             b.set_cwnd(&mut c, &rs, 1, b.max_bw(), CWND_GAIN);
             let tso = tso_segs_goal(b.pacing_rate_bytes, c.mss);
             let mut want = 200 + 3 * tso;
@@ -226,7 +258,10 @@ mod tests {
         let rate = (h.delivered() - d0) as f64 / 10.0;
         let util = rate / h.link.pkts_per_sec();
         let bdp = h.link.bdp_pkts() as f64;
-        eprintln!("util {util:.4}, mean queue {:.1} pkts, max {max_q} (BDP {bdp})", sum_q as f64 / n as f64);
+        eprintln!(
+            "util {util:.4}, mean queue {:.1} pkts, max {max_q} (BDP {bdp})",
+            sum_q as f64 / n as f64
+        );
         assert!(util >= 0.97, "utilization {util}");
         // A lone BBR flow's ProbeBW queue is bounded by its cwnd (2 BDP) and
         // typically ~0.25 BDP from the 1.25 phase.

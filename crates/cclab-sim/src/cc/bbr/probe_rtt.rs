@@ -62,7 +62,11 @@ impl Bbr {
             }
         }
 
-        if self.cfg.probe_rtt_mode.ns() > 0 && filter_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+        if self.cfg.probe_rtt_mode.ns() > 0
+            && filter_expired
+            && !self.idle_restart
+            && self.mode != Mode::ProbeRtt
+        {
             self.mode = Mode::ProbeRtt; // dip, drain the queue
             self.save_cwnd(conn);
             self.probe_rtt_done_stamp = None;
@@ -164,7 +168,10 @@ mod tests {
             prev = m;
         }
         assert!(before > CWND_MIN_TARGET);
-        assert!(after.unwrap() >= before, "restored {after:?} < prior {before}");
+        assert!(
+            after.unwrap() >= before,
+            "restored {after:?} < prior {before}"
+        );
     }
 
     #[test]
@@ -175,7 +182,11 @@ mod tests {
         let mut c = Conn::new(Time::ZERO, 1448);
         let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
         b.bbr_init(&mut c);
-        let rs = |ms| RateSample { rtt: Some(Dur::from_ms(ms)), delivered: 1, ..Default::default() };
+        let rs = |ms| RateSample {
+            rtt: Some(Dur::from_ms(ms)),
+            delivered: 1,
+            ..Default::default()
+        };
         b.update_min_rtt(&mut c, &rs(20));
         c.now = Time(Dur::from_secs(5).ns());
         b.update_min_rtt(&mut c, &rs(30));

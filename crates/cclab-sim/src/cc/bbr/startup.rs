@@ -35,7 +35,8 @@ impl Bbr {
         if self.full_bw_reached() || !self.round_start || rs.is_app_limited {
             return;
         }
-        let bw_thresh = (self.full_bw as u128 * self.cfg.full_bw_thresh as u128 >> BBR_SCALE) as u64;
+        let bw_thresh =
+            ((self.full_bw as u128 * self.cfg.full_bw_thresh as u128) >> BBR_SCALE) as u64;
         if self.max_bw() >= bw_thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;
@@ -96,7 +97,10 @@ mod tests {
         assert_eq!(b.full_bw_cnt, 0);
         b.round_start = true;
         for _ in 0..5 {
-            b.check_full_bw_reached(&RateSample { is_app_limited: true, ..Default::default() });
+            b.check_full_bw_reached(&RateSample {
+                is_app_limited: true,
+                ..Default::default()
+            });
         }
         assert_eq!(b.full_bw_cnt, 0);
     }
@@ -135,7 +139,14 @@ mod tests {
                 }
             }
         }
-        (last_growth_round, exit.unwrap(), max_q, drain_rounds.unwrap(), bdp, budget)
+        (
+            last_growth_round,
+            exit.unwrap(),
+            max_q,
+            drain_rounds.unwrap(),
+            bdp,
+            budget,
+        )
     }
 
     #[test]

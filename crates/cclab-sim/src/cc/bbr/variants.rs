@@ -36,7 +36,10 @@ impl StickyRtpropConfig {
         let probes = count_param(p, "sticky_probes", STICKY_PROBES as u64, 1)? as u32;
         let jump = p.take("sticky_jump", STICKY_JUMP);
         if !(jump.is_finite() && jump > 1.0) {
-            return Err(CcError(format!("{}: sticky_jump = {jump} must be > 1", p.cca)));
+            return Err(CcError(format!(
+                "{}: sticky_jump = {jump} must be > 1",
+                p.cca
+            )));
         }
         Ok(StickyRtpropConfig { probes, jump })
     }
@@ -57,7 +60,12 @@ pub struct StickyRtprop {
 
 impl StickyRtprop {
     pub fn new(cfg: StickyRtpropConfig) -> StickyRtprop {
-        StickyRtprop { cfg, candidate_ns: u64::MAX, higher_probes: 0, run_min_ns: u64::MAX }
+        StickyRtprop {
+            cfg,
+            candidate_ns: u64::MAX,
+            higher_probes: 0,
+            run_min_ns: u64::MAX,
+        }
     }
     /// A sample at or below RTprop lowered it (the Linux path): the run ends.
     pub(crate) fn lowered(&mut self) {
@@ -133,12 +141,17 @@ pub struct CwndFeedbackConfig {
 }
 
 impl CwndFeedbackConfig {
-    pub(crate) fn from_params(p: &mut Params, cwnd_gain: u32) -> Result<CwndFeedbackConfig, CcError> {
+    pub(crate) fn from_params(
+        p: &mut Params,
+        cwnd_gain: u32,
+    ) -> Result<CwndFeedbackConfig, CcError> {
         let cca = p.cca;
         let frac = |p: &mut Params, name: &str, d: f64, lo: f64, hi: f64| -> Result<f64, CcError> {
             let v = p.take(name, d);
             if !(v.is_finite() && v > lo && v <= hi) {
-                return Err(CcError(format!("{cca}: {name} = {v} must be in ({lo}, {hi}]")));
+                return Err(CcError(format!(
+                    "{cca}: {name} = {v} must be in ({lo}, {hi}]"
+                )));
             }
             Ok(v)
         };
@@ -146,11 +159,19 @@ impl CwndFeedbackConfig {
         let rate_thresh = frac(p, "fb_rate_thresh", FB_RATE_THRESH, 0.0, 1.0)?;
         let rtt_thresh = frac(p, "fb_rtt_thresh", FB_RTT_THRESH, 1.0, 100.0)?;
         let gain_min = frac(p, "fb_gain_min", FB_GAIN_MIN, 0.0, 64.0)?;
-        let gain_max = frac(p, "fb_gain_max", cwnd_gain as f64 / BBR_UNIT as f64, 0.0, 64.0)?;
+        let gain_max = frac(
+            p,
+            "fb_gain_max",
+            cwnd_gain as f64 / BBR_UNIT as f64,
+            0.0,
+            64.0,
+        )?;
         let decrease = frac(p, "fb_decrease", FB_DECREASE, 0.0, 1.0)?;
         let increase = frac(p, "fb_increase", FB_INCREASE, 0.0, 64.0)?;
         if gain_min > gain_max {
-            return Err(CcError(format!("{cca}: fb_gain_min {gain_min} > fb_gain_max {gain_max}")));
+            return Err(CcError(format!(
+                "{cca}: fb_gain_min {gain_min} > fb_gain_max {gain_max}"
+            )));
         }
         let u = |g: f64| (g * BBR_UNIT as f64).round().max(1.0) as u32;
         Ok(CwndFeedbackConfig {
@@ -215,7 +236,13 @@ impl CwndFeedback {
     /// Thesis Algorithm 1, once per round: loss > threshold → decrease;
     /// else delivery rate < BtlBw → increase; else RTT ≫ RTprop → decrease;
     /// else hold. Only ProbeBW rounds adjust the cap.
-    pub(crate) fn on_round_start(&mut self, conn: &Conn, btl_bw: u64, rtprop_ns: u64, in_probe_bw: bool) {
+    pub(crate) fn on_round_start(
+        &mut self,
+        conn: &Conn,
+        btl_bw: u64,
+        rtprop_ns: u64,
+        in_probe_bw: bool,
+    ) {
         let delivered = conn.delivered - self.last_delivered;
         let lost = conn.lost - self.last_lost;
         if in_probe_bw && delivered > 0 && btl_bw > 0 {
@@ -281,7 +308,11 @@ mod tests {
         s.observe(28_000_000);
         assert_eq!(s.probe_done(base), base);
         s.observe(32_000_000);
-        assert_eq!(s.probe_done(base), 28_000_000, "3rd higher probe: lowest of the run");
+        assert_eq!(
+            s.probe_done(base),
+            28_000_000,
+            "3rd higher probe: lowest of the run"
+        );
         assert_eq!(s.higher_probes, 0);
     }
 
@@ -308,13 +339,20 @@ mod tests {
         // Linux takes the expired-window sample even if higher; sticky does not.
         let mut linux = Bbr::new("bbr", BbrConfig::default(), 1);
         let mut sticky_cfg = BbrConfig::default();
-        sticky_cfg.sticky = Some(StickyRtpropConfig { probes: 3, jump: 3.0 });
+        sticky_cfg.sticky = Some(StickyRtpropConfig {
+            probes: 3,
+            jump: 3.0,
+        });
         let mut sticky = Bbr::new("bbr_sticky_rtprop", sticky_cfg, 1);
         for b in [&mut linux, &mut sticky] {
             let mut c = crate::cc::Conn::new(Time::ZERO, 1448);
             b.bbr_init(&mut c);
             b.full_bw_reached = true;
-            let rs = |ms: u64| RateSample { rtt: Some(Dur::from_ms(ms)), delivered: 1, ..Default::default() };
+            let rs = |ms: u64| RateSample {
+                rtt: Some(Dur::from_ms(ms)),
+                delivered: 1,
+                ..Default::default()
+            };
             b.update_min_rtt(&mut c, &rs(20));
             c.now = Time(Dur::from_secs(11).ns());
             c.in_flight = 4;
@@ -343,7 +381,10 @@ mod tests {
     #[test]
     fn feedback_loss_above_threshold_decreases_gain() {
         let mut f = fb();
-        let rs = RateSample { rtt: Some(Dur::from_ms(20)), ..Default::default() };
+        let rs = RateSample {
+            rtt: Some(Dur::from_ms(20)),
+            ..Default::default()
+        };
         f.on_sample(1000, &rs);
         f.on_round_start(&fb_conn(100, 5), 1000, Dur::from_ms(20).ns(), true);
         assert_eq!(f.last_decision, FeedbackDecision::DecreaseLoss);
@@ -354,7 +395,10 @@ mod tests {
     fn feedback_low_delivery_rate_increases_gain_up_to_the_cap() {
         let mut f = fb();
         f.gain = 300;
-        let rs = RateSample { rtt: Some(Dur::from_ms(20)), ..Default::default() };
+        let rs = RateSample {
+            rtt: Some(Dur::from_ms(20)),
+            ..Default::default()
+        };
         f.on_sample(900, &rs);
         f.on_round_start(&fb_conn(100, 0), 1000, Dur::from_ms(20).ns(), true);
         assert_eq!(f.last_decision, FeedbackDecision::IncreaseRate);
@@ -370,18 +414,41 @@ mod tests {
     #[test]
     fn feedback_high_rtt_decreases_and_otherwise_holds() {
         let mut f = fb();
-        f.on_sample(1000, &RateSample { rtt: Some(Dur::from_ms(35)), ..Default::default() });
+        f.on_sample(
+            1000,
+            &RateSample {
+                rtt: Some(Dur::from_ms(35)),
+                ..Default::default()
+            },
+        );
         f.on_round_start(&fb_conn(100, 0), 1000, Dur::from_ms(20).ns(), true);
         assert_eq!(f.last_decision, FeedbackDecision::DecreaseRtt);
         let g = f.gain();
-        f.on_sample(1000, &RateSample { rtt: Some(Dur::from_ms(25)), ..Default::default() });
+        f.on_sample(
+            1000,
+            &RateSample {
+                rtt: Some(Dur::from_ms(25)),
+                ..Default::default()
+            },
+        );
         f.on_round_start(&fb_conn(200, 0), 1000, Dur::from_ms(20).ns(), true);
         assert_eq!(f.last_decision, FeedbackDecision::Hold);
         assert_eq!(f.gain(), g);
         // Never below fb_gain_min.
         for i in 0..100 {
-            f.on_sample(1000, &RateSample { rtt: Some(Dur::from_ms(90)), ..Default::default() });
-            f.on_round_start(&fb_conn(300 + 100 * i, 0), 1000, Dur::from_ms(20).ns(), true);
+            f.on_sample(
+                1000,
+                &RateSample {
+                    rtt: Some(Dur::from_ms(90)),
+                    ..Default::default()
+                },
+            );
+            f.on_round_start(
+                &fb_conn(300 + 100 * i, 0),
+                1000,
+                Dur::from_ms(20).ns(),
+                true,
+            );
         }
         assert_eq!(f.gain(), BBR_UNIT);
     }
@@ -389,14 +456,26 @@ mod tests {
     #[test]
     fn presets_set_their_mechanism_and_params_override() {
         let none = BTreeMap::new();
-        let Cc::Bbr(b) = Cc::new("bbr_shallow", &none, 1).unwrap() else { panic!() };
+        let Cc::Bbr(b) = Cc::new("bbr_shallow", &none, 1).unwrap() else {
+            panic!()
+        };
         assert_eq!(b.cfg.cwnd_gain, 384);
-        let Cc::Bbr(b) = Cc::new("bbr_sticky_rtprop", &none, 1).unwrap() else { panic!() };
+        let Cc::Bbr(b) = Cc::new("bbr_sticky_rtprop", &none, 1).unwrap() else {
+            panic!()
+        };
         assert!(b.sticky.is_some() && b.feedback.is_none());
-        let Cc::Bbr(b) = Cc::new("bbr_cwnd_feedback", &none, 1).unwrap() else { panic!() };
+        let Cc::Bbr(b) = Cc::new("bbr_cwnd_feedback", &none, 1).unwrap() else {
+            panic!()
+        };
         assert!(b.feedback.is_some() && b.sticky.is_none());
-        let p: BTreeMap<String, f64> = [("cwnd_gain".to_string(), 1.75), ("sticky_rtprop".to_string(), 1.0)].into();
-        let Cc::Bbr(b) = Cc::new("bbr", &p, 1).unwrap() else { panic!() };
+        let p: BTreeMap<String, f64> = [
+            ("cwnd_gain".to_string(), 1.75),
+            ("sticky_rtprop".to_string(), 1.0),
+        ]
+        .into();
+        let Cc::Bbr(b) = Cc::new("bbr", &p, 1).unwrap() else {
+            panic!()
+        };
         assert_eq!(b.cfg.cwnd_gain, 448);
         assert!(b.sticky.is_some());
         let bad: BTreeMap<String, f64> = [("cwnd_gian".to_string(), 1.75)].into();
@@ -414,9 +493,18 @@ mod tests {
             let mut h = Harness::new_multi(name, &[], link, 2, 3);
             h.run_until(20.0);
             let (l, d) = h.totals();
-            eprintln!("{name}: lost {l} of {} sent ({:.3} %)", l + d, 100.0 * l as f64 / (l + d) as f64);
+            eprintln!(
+                "{name}: lost {l} of {} sent ({:.3} %)",
+                l + d,
+                100.0 * l as f64 / (l + d) as f64
+            );
             lost.push(l as f64 / (l + d) as f64);
         }
-        assert!(lost[1] < lost[0], "shallow {:.4} vs bbr {:.4}", lost[1], lost[0]);
+        assert!(
+            lost[1] < lost[0],
+            "shallow {:.4} vs bbr {:.4}",
+            lost[1],
+            lost[0]
+        );
     }
 }

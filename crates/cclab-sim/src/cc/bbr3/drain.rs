@@ -15,7 +15,8 @@ impl Bbr3 {
             self.reset_congestion_signals();
         }
         if self.mode == Mode::Drain
-            && self.packets_in_net_at_edt(conn, conn.in_flight) <= self.inflight(self.max_bw(), BBR_UNIT, conn.mss)
+            && self.packets_in_net_at_edt(conn, conn.in_flight)
+                <= self.inflight(self.max_bw(), BBR_UNIT, conn.mss)
         {
             self.mode = Mode::ProbeBw;
             self.start_bw_probe_down(conn);

@@ -24,16 +24,26 @@
 //!   is absent: the interface has no TLP event.
 //! * Times are the simulator's ns clock instead of jiffies / µs stamps.
 
+pub mod bounds;
+pub mod config;
+pub mod cwnd;
 pub mod drain;
 pub mod probe_bw;
 pub mod probe_rtt;
 pub mod startup;
 
-use super::bbr::{bdp_pkts, bw_to_bps, ca_rank, count_param, gain_param, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT};
-use super::{CaState, CcError, CongestionOps, Conn, CwndEvent, Params, RateSample, Snapshot, INFINITE_SSTHRESH};
+use super::bbr::{
+    bdp_pkts, bw_to_bps, ca_rank, count_param, gain_param, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT,
+};
+use super::{
+    CaState, CcError, CongestionOps, Conn, CwndEvent, Params, RateSample, Snapshot,
+    INFINITE_SSTHRESH,
+};
 use crate::time::{Bandwidth, Dur, Time, NS_PER_US};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+
+pub use config::{Bbr3Config, PARAMS};
 
 /// `bbr_min_rtt_win_sec` (v3 tcp_bbr.c).
 pub const MIN_RTT_WIN_SEC: u64 = 10;
@@ -121,159 +131,15 @@ pub enum AckPhase {
 }
 
 /// Names of `Snapshot::state` for bbr3 (`bbr_get_phase` order aside, one code per phase).
-pub const STATE_NAMES: &[&str] =
-    &["STARTUP", "DRAIN", "PROBE_BW_DOWN", "PROBE_BW_CRUISE", "PROBE_BW_REFILL", "PROBE_BW_UP", "PROBE_RTT"];
-
-/// Knobs (`bbr_param(sk, …)`), settable from `cca_params`. `Default` is the v3 code's.
-#[derive(Clone, Debug)]
-pub struct Bbr3Config {
-    pub startup_pacing_gain: u32,
-    pub startup_cwnd_gain: u32,
-    pub drain_gain: u32,
-    pub cwnd_gain: u32,
-    /// `bbr_pacing_gain[]`: UP, DOWN, CRUISE, REFILL.
-    pub pacing_gain: [u32; 4],
-    pub bw_probe_cwnd_gain: u32,
-    pub min_rtt_win: Dur,
-    pub probe_rtt_win: Dur,
-    pub probe_rtt_mode: Dur,
-    pub probe_rtt_cwnd_gain: u32,
-    pub cwnd_min_target: u32,
-    pub full_bw_thresh: u32,
-    pub full_bw_cnt: u32,
-    pub full_loss_cnt: u32,
-    pub loss_thresh: u32,
-    pub beta: u32,
-    pub inflight_headroom: u32,
-    pub bw_probe_max_rounds: u32,
-    pub bw_probe_rand_rounds: u32,
-    pub bw_probe_base_us: u64,
-    pub bw_probe_rand_us: u64,
-    pub extra_acked_gain: u32,
-    pub extra_acked_win_rtts: u32,
-    pub pacing_margin_percent: u32,
-}
-
-impl Default for Bbr3Config {
-    fn default() -> Self {
-        Bbr3Config {
-            startup_pacing_gain: STARTUP_PACING_GAIN,
-            startup_cwnd_gain: STARTUP_CWND_GAIN,
-            drain_gain: DRAIN_GAIN,
-            cwnd_gain: CWND_GAIN,
-            pacing_gain: probe_bw::PACING_GAIN,
-            bw_probe_cwnd_gain: BW_PROBE_CWND_GAIN,
-            min_rtt_win: Dur::from_secs(MIN_RTT_WIN_SEC),
-            probe_rtt_win: Dur::from_ms(PROBE_RTT_WIN_MS),
-            probe_rtt_mode: Dur::from_ms(PROBE_RTT_MODE_MS),
-            probe_rtt_cwnd_gain: PROBE_RTT_CWND_GAIN,
-            cwnd_min_target: CWND_MIN_TARGET,
-            full_bw_thresh: FULL_BW_THRESH,
-            full_bw_cnt: FULL_BW_CNT,
-            full_loss_cnt: FULL_LOSS_CNT,
-            loss_thresh: LOSS_THRESH,
-            beta: BETA,
-            inflight_headroom: INFLIGHT_HEADROOM,
-            bw_probe_max_rounds: BW_PROBE_MAX_ROUNDS,
-            bw_probe_rand_rounds: BW_PROBE_RAND_ROUNDS,
-            bw_probe_base_us: BW_PROBE_BASE_US,
-            bw_probe_rand_us: BW_PROBE_RAND_US,
-            extra_acked_gain: EXTRA_ACKED_GAIN,
-            extra_acked_win_rtts: EXTRA_ACKED_WIN_RTTS,
-            pacing_margin_percent: PACING_MARGIN_PERCENT,
-        }
-    }
-}
-
-/// Parameters `bbr3` accepts in `cca_params` (gains and fractions as reals).
-pub const PARAMS: &[&str] = &[
-    "startup_gain",
-    "startup_cwnd_gain",
-    "drain_gain",
-    "cwnd_gain",
-    "probe_bw_up_gain",
-    "probe_bw_down_gain",
-    "probe_bw_up_cwnd_gain_extra",
-    "min_rtt_win_s",
-    "probe_rtt_interval_ms",
-    "probe_rtt_mode_ms",
-    "probe_rtt_cwnd_gain",
-    "cwnd_min_target",
-    "full_bw_thresh",
-    "full_bw_cnt",
-    "full_loss_cnt",
-    "loss_thresh",
-    "beta",
-    "inflight_headroom",
-    "bw_probe_max_rounds",
-    "bw_probe_rand_rounds",
-    "bw_probe_base_ms",
-    "bw_probe_rand_ms",
-    "extra_acked_gain",
-    "extra_acked_win_rtts",
-    "pacing_margin_percent",
+pub const STATE_NAMES: &[&str] = &[
+    "STARTUP",
+    "DRAIN",
+    "PROBE_BW_DOWN",
+    "PROBE_BW_CRUISE",
+    "PROBE_BW_REFILL",
+    "PROBE_BW_UP",
+    "PROBE_RTT",
 ];
-
-fn fraction(p: &mut Params, name: &str, default_units: u32, lo: f64, hi: f64) -> Result<u32, CcError> {
-    let v = p.take(name, default_units as f64 / BBR_UNIT as f64);
-    if !(v.is_finite() && v >= lo && v <= hi) {
-        return Err(CcError(format!("{}: {name} = {v} must be in [{lo}, {hi}]", p.cca)));
-    }
-    Ok((v * BBR_UNIT as f64).round() as u32)
-}
-
-impl Bbr3Config {
-    pub(crate) fn from_params(p: &mut Params) -> Result<Bbr3Config, CcError> {
-        let d = Bbr3Config::default();
-        let ms = |p: &mut Params, name: &str, d: u64| -> Result<u64, CcError> { count_param(p, name, d, 0) };
-        let mut pacing_gain = d.pacing_gain;
-        pacing_gain[Phase::Up as usize] = gain_param(p, "probe_bw_up_gain", d.pacing_gain[0])?;
-        pacing_gain[Phase::Down as usize] = gain_param(p, "probe_bw_down_gain", d.pacing_gain[1])?;
-        let min_rtt_win_s = p.take("min_rtt_win_s", MIN_RTT_WIN_SEC as f64);
-        if !(min_rtt_win_s.is_finite() && min_rtt_win_s > 0.0) {
-            return Err(CcError(format!("bbr3: min_rtt_win_s = {min_rtt_win_s} must be > 0")));
-        }
-        let c = Bbr3Config {
-            startup_pacing_gain: gain_param(p, "startup_gain", d.startup_pacing_gain)?,
-            startup_cwnd_gain: gain_param(p, "startup_cwnd_gain", d.startup_cwnd_gain)?,
-            drain_gain: gain_param(p, "drain_gain", d.drain_gain)?,
-            cwnd_gain: gain_param(p, "cwnd_gain", d.cwnd_gain)?,
-            pacing_gain,
-            bw_probe_cwnd_gain: {
-                let v = p.take("probe_bw_up_cwnd_gain_extra", 0.25);
-                if !(v.is_finite() && (0.0..=0.75).contains(&v)) {
-                    return Err(CcError(format!("bbr3: probe_bw_up_cwnd_gain_extra = {v} must be in [0, 0.75]")));
-                }
-                (v * 4.0).round() as u32
-            },
-            min_rtt_win: Dur((min_rtt_win_s * 1e9).round() as u64),
-            probe_rtt_win: Dur::from_ms(ms(p, "probe_rtt_interval_ms", PROBE_RTT_WIN_MS)?.max(1)),
-            probe_rtt_mode: Dur::from_ms(ms(p, "probe_rtt_mode_ms", PROBE_RTT_MODE_MS)?),
-            probe_rtt_cwnd_gain: fraction(p, "probe_rtt_cwnd_gain", d.probe_rtt_cwnd_gain, 0.0, 64.0)?,
-            cwnd_min_target: count_param(p, "cwnd_min_target", d.cwnd_min_target as u64, 1)? as u32,
-            full_bw_thresh: gain_param(p, "full_bw_thresh", d.full_bw_thresh)?,
-            full_bw_cnt: count_param(p, "full_bw_cnt", d.full_bw_cnt as u64, 1)? as u32,
-            full_loss_cnt: count_param(p, "full_loss_cnt", d.full_loss_cnt as u64, 0)?.min(15) as u32,
-            loss_thresh: fraction(p, "loss_thresh", d.loss_thresh, 0.0, 0.99)?,
-            beta: fraction(p, "beta", d.beta, 0.0, 1.0)?,
-            inflight_headroom: fraction(p, "inflight_headroom", d.inflight_headroom, 0.0, 0.99)?,
-            bw_probe_max_rounds: count_param(p, "bw_probe_max_rounds", d.bw_probe_max_rounds as u64, 1)?.min(255)
-                as u32,
-            bw_probe_rand_rounds: count_param(p, "bw_probe_rand_rounds", d.bw_probe_rand_rounds as u64, 1)? as u32,
-            bw_probe_base_us: ms(p, "bw_probe_base_ms", d.bw_probe_base_us / 1000)? * 1000,
-            bw_probe_rand_us: ms(p, "bw_probe_rand_ms", d.bw_probe_rand_us / 1000)?.max(1) * 1000,
-            extra_acked_gain: fraction(p, "extra_acked_gain", d.extra_acked_gain, 0.0, 64.0)?,
-            extra_acked_win_rtts: count_param(p, "extra_acked_win_rtts", d.extra_acked_win_rtts as u64, 1)? as u32,
-            pacing_margin_percent: count_param(p, "pacing_margin_percent", d.pacing_margin_percent as u64, 0)?
-                .min(99) as u32,
-        };
-        if c.probe_rtt_win > c.min_rtt_win {
-            // tcp_bbr.c: "bbr_probe_rtt_win_ms must be <= bbr_min_rtt_win_sec * MSEC_PER_SEC".
-            return Err(CcError("bbr3: probe_rtt_interval_ms must be ≤ min_rtt_win_s".into()));
-        }
-        Ok(c)
-    }
-}
 
 /// `bbr_rate_bytes_per_sec` (v3: never below 1 byte/s).
 #[inline]
@@ -531,74 +397,6 @@ impl Bbr3 {
         inflight_at_edt.saturating_sub(interval_delivered) as u32
     }
 
-    /// `bbr_ack_aggregation_cwnd` (v3: also before the pipe is full).
-    fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.cfg.extra_acked_gain == 0 {
-            return 0;
-        }
-        let max_aggr = (self.bbr_bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128) as u64;
-        let aggr = (self.cfg.extra_acked_gain as u64 * self.extra_acked() as u64) >> BBR_SCALE;
-        aggr.min(max_aggr) as u32
-    }
-
-    /// `bbr_update_ack_aggregation` (v3: 1-round window before full bw).
-    fn update_ack_aggregation(&mut self, conn: &Conn, rs: &RateSample) {
-        if self.cfg.extra_acked_gain == 0 || rs.acked_sacked == 0 || rs.interval.ns() == 0 {
-            return;
-        }
-        let bw = self.bbr_bw();
-        let thresh = if self.full_bw_reached { self.cfg.extra_acked_win_rtts } else { 1 };
-        let a = &mut self.ack_agg;
-        if self.round_start {
-            a.win_rtts = (a.win_rtts + 1).min(0x1F);
-            if a.win_rtts >= thresh {
-                a.win_rtts = 0;
-                a.win_idx ^= 1;
-                a.extra_acked[a.win_idx] = 0;
-            }
-        }
-        let epoch_us = conn.delivered_time.saturating_sub(a.epoch_mstamp).ns() / NS_PER_US;
-        let mut expected = (bw as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
-        if a.epoch_acked as u64 <= expected || a.epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH {
-            a.epoch_acked = 0;
-            a.epoch_mstamp = conn.delivered_time;
-            expected = 0;
-        }
-        a.epoch_acked = (a.epoch_acked + rs.acked_sacked).min(0xFFFFF);
-        let extra = (a.epoch_acked as u64 - expected).min(conn.cwnd as u64) as u32;
-        if extra > a.extra_acked[a.win_idx] {
-            a.extra_acked[a.win_idx] = extra;
-        }
-    }
-
-    /// `bbr_probe_rtt_cwnd`: max(4, 0.5·BDP).
-    pub(crate) fn probe_rtt_cwnd(&self) -> u32 {
-        self.cfg.cwnd_min_target.max(self.bdp(self.bbr_bw(), self.cfg.probe_rtt_cwnd_gain))
-    }
-
-    /// `bbr_set_cwnd` (v3: no packet conservation; losses act through the bounds).
-    pub(crate) fn set_cwnd(&mut self, conn: &mut Conn, acked: u32, bw: u64, gain: u32) {
-        let mut cwnd = conn.cwnd;
-        if acked > 0 {
-            let mut target = self.bdp(bw, gain);
-            target = target.saturating_add(self.ack_aggregation_cwnd());
-            target = self.quantization_budget(target, conn.mss);
-            if self.full_bw_reached {
-                cwnd = cwnd.saturating_add(acked);
-                if cwnd >= target {
-                    cwnd = target;
-                }
-            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
-                cwnd = cwnd.saturating_add(acked);
-            }
-            cwnd = cwnd.max(self.cfg.cwnd_min_target);
-        }
-        conn.cwnd = cwnd.min(conn.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
-            conn.cwnd = conn.cwnd.min(self.probe_rtt_cwnd());
-        }
-    }
-
     /// `bbr_update_round_start`.
     fn update_round_start(&mut self, conn: &Conn, rs: &RateSample) {
         self.round_start = false;
@@ -641,7 +439,8 @@ impl Bbr3 {
 
     /// `bbr_target_inflight`: the BDP, unless congestion cut cwnd below it.
     pub(crate) fn target_inflight(&self, conn: &Conn) -> u32 {
-        self.inflight(self.bbr_bw(), BBR_UNIT, conn.mss).min(conn.cwnd)
+        self.inflight(self.bbr_bw(), BBR_UNIT, conn.mss)
+            .min(conn.cwnd)
     }
 
     /// `bbr_is_probing_bandwidth`.
@@ -659,121 +458,6 @@ impl Bbr3 {
             }
         }
         false
-    }
-
-    /// `bbr_inflight_with_headroom`: leave 15 % of inflight_hi free.
-    pub(crate) fn inflight_with_headroom(&self) -> u32 {
-        if self.inflight_hi == u32::MAX {
-            return u32::MAX;
-        }
-        let headroom = ((self.inflight_hi as u64 * self.cfg.inflight_headroom as u64) >> BBR_SCALE).max(1) as i64;
-        (self.inflight_hi as i64 - headroom).max(self.cfg.cwnd_min_target as i64) as u32
-    }
-
-    /// `bbr_bound_cwnd_for_inflight_model`.
-    fn bound_cwnd_for_inflight_model(&mut self, conn: &mut Conn) {
-        let mut cap = u32::MAX;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != Phase::Cruise {
-            cap = self.inflight_hi; // probe to see if more fits
-        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Cruise) {
-            cap = self.inflight_with_headroom();
-        }
-        cap = cap.min(self.inflight_lo); // adapt to loss since the last probe
-        cap = cap.max(self.cfg.cwnd_min_target);
-        conn.cwnd = conn.cwnd.min(cap);
-    }
-
-    /// `bbr_init_lower_bounds`.
-    fn init_lower_bounds(&mut self, conn: &Conn, init_bw: bool) {
-        if init_bw && self.bw_lo == u64::MAX {
-            self.bw_lo = self.max_bw();
-        }
-        if self.inflight_lo == u32::MAX {
-            self.inflight_lo = conn.cwnd;
-        }
-    }
-
-    /// `bbr_loss_lower_bounds`: cut bw_lo and inflight_lo to ×(1 − β) = ×0.7,
-    /// but not below what the last round delivered.
-    fn loss_lower_bounds(&mut self) {
-        let loss_cut = (BBR_UNIT - self.cfg.beta) as u64;
-        self.bw_lo = self.bw_latest.max((self.bw_lo as u128 * loss_cut as u128 >> BBR_SCALE) as u64);
-        self.inflight_lo =
-            (self.inflight_latest as u64).max((self.inflight_lo as u64 * loss_cut) >> BBR_SCALE) as u32;
-    }
-
-    /// `bbr_adapt_lower_bounds`: once per round with loss, when not probing.
-    fn adapt_lower_bounds(&mut self, conn: &Conn) {
-        if self.is_probing_bandwidth() {
-            return;
-        }
-        if self.loss_in_round {
-            self.init_lower_bounds(conn, true);
-            self.loss_lower_bounds();
-        }
-        self.bw_lo = self.bw_lo.max(1);
-    }
-
-    /// `bbr_reset_lower_bounds`.
-    pub(crate) fn reset_lower_bounds(&mut self) {
-        self.bw_lo = u64::MAX;
-        self.inflight_lo = u32::MAX;
-    }
-
-    /// `bbr_reset_congestion_signals`.
-    pub(crate) fn reset_congestion_signals(&mut self) {
-        self.loss_in_round = false;
-        self.loss_in_cycle = false;
-        self.bw_latest = 0;
-        self.inflight_latest = 0;
-    }
-
-    /// `bbr_update_latest_delivery_signals`.
-    fn update_latest_delivery_signals(&mut self, conn: &Conn, rs: &RateSample) {
-        self.loss_round_start = false;
-        if rs.interval.ns() == 0 || rs.acked_sacked == 0 {
-            return;
-        }
-        self.bw_latest = self.bw_latest.max(self.sample_bw);
-        self.inflight_latest = self.inflight_latest.max(rs.delivered.min(u32::MAX as u64) as u32);
-        if rs.prior_delivered >= self.loss_round_delivered {
-            self.loss_round_delivered = conn.delivered;
-            self.loss_round_start = true;
-        }
-    }
-
-    /// `bbr_advance_latest_delivery_signals`.
-    fn advance_latest_delivery_signals(&mut self, rs: &RateSample) {
-        if self.loss_round_start {
-            self.bw_latest = self.sample_bw;
-            self.inflight_latest = rs.delivered.min(u32::MAX as u64) as u32;
-        }
-    }
-
-    /// `bbr_update_congestion_signals`.
-    fn update_congestion_signals(&mut self, conn: &Conn, rs: &RateSample) {
-        if rs.interval.ns() == 0 || rs.acked_sacked == 0 {
-            return;
-        }
-        let bw = self.sample_bw;
-        if !rs.is_app_limited || bw >= self.max_bw() {
-            self.take_max_bw_sample(bw);
-        }
-        self.loss_in_round |= rs.losses > 0;
-        if !self.loss_round_start {
-            return;
-        }
-        self.adapt_lower_bounds(conn);
-        self.loss_in_round = false;
-    }
-
-    /// `bbr_note_loss` (from `.skb_marked_lost`; see module docs).
-    fn note_loss(&mut self, conn: &Conn) {
-        if !self.loss_in_round {
-            self.loss_round_delivered = conn.delivered;
-        }
-        self.loss_in_round = true;
-        self.loss_in_cycle = true;
     }
 
     /// `bbr_update_gains`.
@@ -858,7 +542,10 @@ impl Bbr3 {
         self.cycle_mstamp = Time::ZERO;
         self.cycle_idx = Phase::Up;
         self.mode = Mode::Startup;
-        self.ack_agg = super::bbr::AckAggregation { epoch_mstamp: conn.now, ..Default::default() };
+        self.ack_agg = super::bbr::AckAggregation {
+            epoch_mstamp: conn.now,
+            ..Default::default()
+        };
         self.loss_round_delivered = conn.delivered + 1;
         self.loss_round_start = false;
         self.undo_bw_lo = 0;
@@ -1030,45 +717,6 @@ mod tests {
         b.set_cwnd(&mut c, 1, b.bbr_bw(), BBR_UNIT);
         assert!(c.cwnd >= 4);
         assert_eq!(c.cwnd.min(b.probe_rtt_cwnd()), 4);
-    }
-
-    #[test]
-    fn inflight_lo_and_bw_lo_cut_to_70_percent_once_per_round_on_loss() {
-        // bbr_adapt_lower_bounds / bbr_loss_lower_bounds: not probing, a round
-        // with loss → inflight_lo = max(inflight_latest, 0.7·inflight_lo),
-        // bw_lo = max(bw_latest, 0.7·bw_lo); inflight_lo starts from cwnd.
-        let (mut b, mut c) = bbr3_with(BW_UNIT, 10_000);
-        b.mode = Mode::ProbeBw;
-        b.cycle_idx = Phase::Cruise;
-        c.cwnd = 100;
-        b.loss_in_round = true;
-        b.inflight_latest = 10;
-        b.bw_latest = BW_UNIT / 10;
-        b.adapt_lower_bounds(&c);
-        assert_eq!(b.inflight_lo, 100 * 180 / 256); // 70
-        assert_eq!(b.bw_lo, BW_UNIT * 180 / 256);
-        b.adapt_lower_bounds(&c);
-        assert_eq!(b.inflight_lo, 70 * 180 / 256); // 49
-        // Not below what the last round delivered.
-        b.inflight_latest = 45;
-        b.adapt_lower_bounds(&c);
-        assert_eq!(b.inflight_lo, 45);
-        // The bound caps cwnd in CRUISE.
-        c.cwnd = 200;
-        b.bound_cwnd_for_inflight_model(&mut c);
-        assert_eq!(c.cwnd, 45);
-    }
-
-    #[test]
-    fn lower_bounds_not_cut_while_probing() {
-        let (mut b, mut c) = bbr3_with(BW_UNIT, 10_000);
-        b.mode = Mode::ProbeBw;
-        b.cycle_idx = Phase::Up;
-        c.cwnd = 100;
-        b.loss_in_round = true;
-        b.adapt_lower_bounds(&c);
-        assert_eq!(b.inflight_lo, u32::MAX);
-        assert_eq!(b.bw_lo, u64::MAX);
     }
 
     #[test]

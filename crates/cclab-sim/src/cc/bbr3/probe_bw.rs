@@ -46,7 +46,8 @@ impl Bbr3 {
         self.prev_probe_too_high = true;
         self.bw_probe_samples = false; // react once per probe
         if !rs.is_app_limited {
-            let cut = ((self.target_inflight(conn) as u64 * (BBR_UNIT - self.cfg.beta) as u64) >> BBR_SCALE) as u32;
+            let cut = ((self.target_inflight(conn) as u64 * (BBR_UNIT - self.cfg.beta) as u64)
+                >> BBR_SCALE) as u32;
             self.inflight_hi = rs.tx_in_flight.max(cut);
         }
         if self.mode == Mode::ProbeBw && self.cycle_idx == Phase::Up {
@@ -96,7 +97,8 @@ impl Bbr3 {
     /// `bbr_pick_probe_wait`: random rounds offset and 2 s + U[0,1) s.
     fn pick_probe_wait(&mut self) {
         self.rounds_since_probe = self.random_below(self.cfg.bw_probe_rand_rounds as u64) as u32;
-        self.probe_wait_us = self.cfg.bw_probe_base_us + self.random_below(self.cfg.bw_probe_rand_us);
+        self.probe_wait_us =
+            self.cfg.bw_probe_base_us + self.random_below(self.cfg.bw_probe_rand_us);
     }
 
     /// `bbr_start_bw_probe_refill`.
@@ -154,7 +156,9 @@ impl Bbr3 {
 
     /// `bbr_check_time_to_probe_bw` (no ECN re-probe).
     fn check_time_to_probe_bw(&mut self, conn: &Conn) -> bool {
-        if self.has_elapsed_in_phase(conn, self.probe_wait_us) || self.is_reno_coexistence_probe_time(conn) {
+        if self.has_elapsed_in_phase(conn, self.probe_wait_us)
+            || self.is_reno_coexistence_probe_time(conn)
+        {
             self.start_bw_probe_refill(conn, 0);
             return true;
         }
@@ -249,7 +253,12 @@ mod tests {
                 }
             }
         }
-        eprintln!("{:?}", seq.iter().map(|(t, p)| format!("{t:.2} {p:?}")).collect::<Vec<_>>());
+        eprintln!(
+            "{:?}",
+            seq.iter()
+                .map(|(t, p)| format!("{t:.2} {p:?}"))
+                .collect::<Vec<_>>()
+        );
         eprintln!("probe waits {waits:.2?}");
         // Each probe: REFILL → UP → DOWN (→ CRUISE) → REFILL …
         for w in seq.windows(2) {
@@ -308,7 +317,11 @@ mod tests {
             let mut h = Harness::new_multi(name, &[], link, 2, 4);
             h.run_until(20.0);
             let (l, d) = h.totals();
-            eprintln!("{name}: loss {:.3} %, goodput {:.1} Mbit/s", 100.0 * l as f64 / (l + d) as f64, d as f64 * 1448.0 * 8.0 / 20.0 / 1e6);
+            eprintln!(
+                "{name}: loss {:.3} %, goodput {:.1} Mbit/s",
+                100.0 * l as f64 / (l + d) as f64,
+                d as f64 * 1448.0 * 8.0 / 20.0 / 1e6
+            );
             loss.push(l as f64 / (l + d) as f64);
         }
         assert!(loss[1] < loss[0]);

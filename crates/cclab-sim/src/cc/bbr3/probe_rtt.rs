@@ -48,7 +48,11 @@ impl Bbr3 {
             self.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
 
-        if self.cfg.probe_rtt_mode.ns() > 0 && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
+        if self.cfg.probe_rtt_mode.ns() > 0
+            && probe_rtt_expired
+            && !self.idle_restart
+            && self.mode != Mode::ProbeRtt
+        {
             self.mode = Mode::ProbeRtt;
             self.save_cwnd(conn);
             self.probe_rtt_done_stamp = None;
@@ -113,7 +117,11 @@ mod tests {
             assert!(gap > 5.0 && gap < 5.7, "gap {gap}");
         }
         for (e, x) in entries.iter().zip(&exits) {
-            assert!(x - e >= 0.2 && x - e < 0.2 + 4.0 * 0.040, "lasted {}", x - e);
+            assert!(
+                x - e >= 0.2 && x - e < 0.2 + 4.0 * 0.040,
+                "lasted {}",
+                x - e
+            );
         }
         // 0.5·BDP (+1 for the ceil in bbr_bdp, +the bw estimate's 1 % noise).
         assert!(max_cwnd_in_probe_rtt as f64 <= (bdp as f64 * 0.5 * 1.02).ceil() + 1.0);

@@ -43,7 +43,8 @@ impl Bbr3 {
         if self.full_bw_now || rs.is_app_limited {
             return;
         }
-        let bw_thresh = ((self.full_bw as u128 * self.cfg.full_bw_thresh as u128) >> BBR_SCALE) as u64;
+        let bw_thresh =
+            ((self.full_bw as u128 * self.cfg.full_bw_thresh as u128) >> BBR_SCALE) as u64;
         if self.sample_bw >= bw_thresh {
             self.reset_full_bw();
             self.full_bw = self.sample_bw;
@@ -76,13 +77,25 @@ mod tests {
         b.bw_hi = [BW_UNIT / 100, 0];
         b.min_rtt_ns = Dur::from_ms(10).ns();
         c.ca_state = CaState::Recovery;
-        let lossy = RateSample { losses: 1, lost: 5, tx_in_flight: 100, ..Default::default() };
+        let lossy = RateSample {
+            losses: 1,
+            lost: 5,
+            tx_in_flight: 100,
+            ..Default::default()
+        };
         for _ in 0..5 {
             b.check_loss_too_high_in_startup(&c, &lossy);
         }
         assert_eq!(b.loss_events_in_round, 5);
         b.loss_round_start = true; // round ends with only 5 events: reset, stay in Startup
-        b.check_loss_too_high_in_startup(&c, &RateSample { lost: 5, tx_in_flight: 100, ..Default::default() });
+        b.check_loss_too_high_in_startup(
+            &c,
+            &RateSample {
+                lost: 5,
+                tx_in_flight: 100,
+                ..Default::default()
+            },
+        );
         assert!(!b.full_bw_reached);
         assert_eq!(b.loss_events_in_round, 0);
         b.loss_round_start = false;
@@ -92,7 +105,14 @@ mod tests {
         b.loss_round_start = true;
         // 2 lost of 100 is not > 2 % (threshold floor(100·5/256) = 1 → 2 > 1 is too high);
         // use 1 of 100: 1 > 1 is false → not too high.
-        b.check_loss_too_high_in_startup(&c, &RateSample { lost: 1, tx_in_flight: 100, ..Default::default() });
+        b.check_loss_too_high_in_startup(
+            &c,
+            &RateSample {
+                lost: 1,
+                tx_in_flight: 100,
+                ..Default::default()
+            },
+        );
         assert!(!b.full_bw_reached, "loss rate not above threshold");
         b.loss_round_start = false;
         for _ in 0..6 {
@@ -137,7 +157,11 @@ mod tests {
             h.step();
         }
         let bw = bw_to_bps(h.bbr3().max_bw(), 1448);
-        eprintln!("max_bw at Startup exit {:.2} Mbit/s at {:.3} s", bw / 1e6, h.now_secs());
+        eprintln!(
+            "max_bw at Startup exit {:.2} Mbit/s at {:.3} s",
+            bw / 1e6,
+            h.now_secs()
+        );
         assert!((bw / 100e6 - 1.0).abs() <= 0.02, "{bw}");
     }
 }
