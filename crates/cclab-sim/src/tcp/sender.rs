@@ -717,7 +717,7 @@ impl Sender {
         // Linux FLAG_ACK_MAYBE_DELAYED (tcp_clean_rtx_queue): one packet, cum-
         // ACKed, nothing SACKed, and it was alone in flight — likely held by the
         // receiver's delayed-ACK timer, so its RTT says nothing about the path.
-        rs.is_ack_delayed = w.newly_delivered == 1 && w.una_advanced && self.conn.sacked_out == 0 && rs.tx_in_flight <= 1;
+        rs.is_ack_delayed = w.newly_delivered == 1 && w.una_advanced && c.sacked_out == 0 && rs.tx_in_flight <= 1;
         if !w.rs_valid || w.newly_delivered == 0 {
             rs.delivered = 0;
             rs.interval = Dur::ZERO;
