@@ -9,8 +9,10 @@ The child times only the ``simulate`` call (``time.perf_counter``) and reports:
 * simulated seconds per wall second,
 * bottleneck packets (departed from the bottleneck queue, raw
   ``link.departed_packets`` at the end) per wall second,
-* peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss`` after the run) and the RSS
-  before the run (interpreter + engine module), in MB.
+* peak RSS after the run and before it (interpreter + engine module), in MB:
+  ``VmHWM`` from ``/proc/self/status`` (``getrusage(RUSAGE_SELF).ru_maxrss``
+  elsewhere). Not ``ru_maxrss`` on Linux: it is kept across ``execve`` and
+  so reports the parent's RSS at fork time when that is larger.
 
 Add a case with one :func:`register` line. Cases whose algorithms the engine
 does not have yet are listed as skipped. Performance is measured here, never
@@ -90,6 +92,7 @@ register(BenchCase("cubic-1G-100ms", "1 CUBIC, 1 Gbps, 100 ms", "1Gbps", ({"cca"
 # 10 ms so they do not all leave slow start in the same RTT.
 register(BenchCase("cubic100-1G", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger", "1Gbps",
                    ({"cca": "cubic", "rtt": "25ms", "count": 100, "stagger": "10ms"},)))  # fmt: skip
+register(BenchCase("bbr-1G-100ms", "1 BBR, 1 Gbps, 100 ms (paced)", "1Gbps", ({"cca": "bbr", "rtt": "100ms"},)))
 register(BenchCase("bbr2-cubic2-100M", "2 BBR + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
                    ({"cca": "bbr", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
 
@@ -111,11 +114,22 @@ loader = importlib.machinery.ExtensionFileLoader("cclab._native", path)
 spec = importlib.util.spec_from_file_location("cclab._native", path, loader=loader)
 native = importlib.util.module_from_spec(spec)
 loader.exec_module(native)
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_kb():
+    # VmHWM is this process image's peak RSS; ru_maxrss survives execve on
+    # Linux and would report the (larger) parent's RSS at fork time.
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak_kb()
 t0 = time.perf_counter()
 raw = native.simulate(ir_json)
 wall = time.perf_counter() - t0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = peak_kb()
 link = raw["link"]
 if "departed_packets" in link and len(link["departed_packets"]):
     packets = float(link["departed_packets"][-1])
@@ -199,8 +213,8 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
     skipped: list[str] = []
     table = Table(title=f"cclab bench{' --quick' if quick else ''} (engine {getattr(_native, 'ENGINE_VERSION', '?')})",
                   title_justify="left")  # fmt: skip
-    for col in ("case", "flows", "sim s", "wall s", "sim s / wall s", "bottleneck pkts", "pkts / wall s", "peak RSS MB"):
-        table.add_column(col, justify="left" if col == "case" else "right")
+    for col in ("case", "flows", "sim s", "wall s", "sim s/wall s", "btl pkts", "pkts/wall s", "peak RSS MB"):
+        table.add_column(col, justify="left" if col == "case" else "right", no_wrap=True)
     for case in cases:
         missing = case.algorithms - have
         if missing:
@@ -212,11 +226,16 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
         table.add_row(r["case"], str(r["flows"]), f"{r['simulated_s']:g}", f"{r['wall_s']:.3f}",
                       f"{r['sim_s_per_wall_s']:.1f}", _fmt_count(r["packets"]),
                       _fmt_count(r["packets_per_wall_s"]), f"{r['peak_rss_mb']:.1f}")  # fmt: skip
-    console.print(table)
+    # A pipe or CI log gets 80 columns by default, too narrow for this table.
+    wide = console if console.width >= 110 else Console(file=console.file, width=110, highlight=False,
+                                                        force_terminal=console.is_terminal)  # fmt: skip
+    wide.print(table)
     if skipped:
         console.print("skipped: " + "; ".join(skipped), soft_wrap=True)
     if results:
         console.print(f"RSS before simulate (interpreter + engine): ~{results[0]['base_rss_mb']:.0f} MB", soft_wrap=True)
+    console.print("btl pkts: packets that left the bottleneck queue; sim s/wall s: simulated per wall second",
+                  soft_wrap=True)  # fmt: skip
     console.print(REFERENCE, soft_wrap=True)
     if json_path is not None:
         Path(json_path).write_text(json.dumps({"quick": quick, "reference": REFERENCE, "results": results,
