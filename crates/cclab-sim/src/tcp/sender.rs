@@ -143,6 +143,9 @@ pub struct Sender {
     max_packets_out: u32,
     cwnd_limited_seq: u32,
     scratch: Vec<(u32, u32)>,
+    /// The last ACK's rate sample (tests inspect it).
+    #[cfg(test)]
+    pub last_rs: RateSample,
 }
 
 /// Per-ACK scratch results.
@@ -214,6 +217,8 @@ impl Sender {
             max_packets_out: 0,
             cwnd_limited_seq: 0,
             scratch: Vec::new(),
+            #[cfg(test)]
+            last_rs: RateSample::default(),
         };
         s.cc.init(&mut s.conn);
         s
@@ -531,6 +536,10 @@ impl Sender {
             self.cc.pkts_acked(&mut self.conn, &sample);
         }
         self.cong_control(&rs, &w);
+        #[cfg(test)]
+        {
+            self.last_rs = rs.clone();
+        }
         // is_cwnd_limited holds until the window that was limited is acked.
         if self.snd_una > self.cwnd_limited_seq {
             self.conn.is_cwnd_limited = false;

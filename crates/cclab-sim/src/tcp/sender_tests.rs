@@ -84,8 +84,9 @@ fn three_sacked_segments_mark_loss_at_once() {
     let tx = on_ack(&mut s, 100 * MS, ack(1, &[(2, 5)]));
     assert_eq!(s.conn.lost_out, 1);
     assert_eq!(s.conn.ca_state, CaState::Recovery);
-    // Reno halves: ssthresh = 10/2 = 5 (cwnd had grown to 11 by the cum ACK of 0? no: in slow start +1).
-    assert_eq!(s.conn.ssthresh, s.conn.ssthresh.max(2));
+    // Recovery is entered before this ACK's cwnd growth (tcp_fastretrans_alert
+    // runs before tcp_cong_control), so Reno halves the initial window: 10/2.
+    assert_eq!(s.conn.ssthresh, 5);
     assert!(tx.iter().any(|t| t.seq == 1 && t.retrans), "fast retransmit of the hole");
 }
 
@@ -169,35 +170,99 @@ fn recovery_ends_with_cwnd_at_ssthresh() {
     assert_eq!(s.conn.cwnd, 11);
 }
 
-#[test]
-fn rate_sample_measures_delivery_rate() {
-    // draft-cheng-iccrg-delivery-rate-estimation §3: rate = Δdelivered / max(send, ack interval).
-    // Send 10 segments back-to-back at t=0, ACK them evenly over 100..110 ms: the
-    // ACK interval (10 ms for 10 segments... measured from the first ACK's
-    // delivered time) dominates.
-    let mut s = sender("reno");
-    s.conn.cwnd = 10;
-    s.conn.ssthresh = 10;
-    send_all(&mut s, 0);
-    // First ACK at 100 ms delivers 1 (prior_delivered 0 at send; interval 100 ms ≥ min_rtt).
-    on_ack(&mut s, 100 * MS, ack(1, &[]));
-    // Segments sent after the first ACK carry delivered=1, delivered_time=100 ms.
-    let mut last = None;
-    for k in 2..=10u32 {
-        on_ack(&mut s, 100 * MS + (k as u64 - 1) * MS, ack(k, &[]));
-    }
-    // Now ACK the segments sent at ~100 ms: delivered since then / elapsed.
-    let sent_at_100 = s.snd_una;
-    for k in 1..=5u32 {
+/// Run `s` over an ideal link: one packet per `gap` ns at the bottleneck,
+/// ACK per packet after `rtt` more; returns every ACK's rate sample.
+fn run_ideal_link(s: &mut Sender, gap: u64, rtt: u64, until: u64) -> Vec<(u64, crate::cc::RateSample)> {
+    run_ideal_link_with(s, gap, rtt, until, |_, _| {})
+}
+
+fn run_ideal_link_with(
+    s: &mut Sender,
+    gap: u64,
+    rtt: u64,
+    until: u64,
+    mut hook: impl FnMut(&mut Sender, u64),
+) -> Vec<(u64, crate::cc::RateSample)> {
+    use std::collections::BTreeMap;
+    let mut acks: BTreeMap<(u64, u32), ()> = BTreeMap::new();
+    let mut link_free = 0u64;
+    let mut now = 0u64;
+    let mut schedule = |tx: Vec<Transmit>, now: u64, acks: &mut BTreeMap<(u64, u32), ()>| {
+        for t in tx {
+            link_free = link_free.max(now) + gap;
+            acks.insert((link_free + rtt, t.seq), ());
+        }
+    };
+    schedule(send_all(s, 0), 0, &mut acks);
+    let mut samples = vec![];
+    while let Some((&(t, seq), _)) = acks.iter().next() {
+        if t > until {
+            break;
+        }
+        acks.remove(&(t, seq));
+        now = t;
+        hook(s, now);
         let mut out = vec![];
-        s.on_ack(Time(200 * MS + k as u64 * 2 * MS), &ack(sent_at_100 + k, &[]), &mut out);
-        last = Some(s.conn.delivered);
+        s.on_ack(Time(now), &ack(seq + 1, &[]), &mut out);
+        samples.push((now, s.last_rs.clone()));
+        schedule(out, now, &mut acks);
     }
-    assert!(last.is_some());
-    // The sampler never reports more than the sender could have put through:
-    // 1448 B per ms here is 11.6 Mbit/s at most.
-    let rate = Bandwidth::from_bytes_per(1448 * 10, Dur(100 * MS));
-    assert!(rate.0 > 0);
+    let _ = now;
+    samples
+}
+
+#[test]
+fn rate_sampler_measures_the_bottleneck_rate() {
+    // draft-cheng-iccrg-delivery-rate-estimation §3.3: with the pipe full,
+    // delivered/interval over a round equals the bottleneck rate. Ideal link:
+    // one 1448-byte packet per ms = 11.584 Mbit/s of payload, 50 ms RTT.
+    let mut s = sender("reno");
+    let samples = run_ideal_link(&mut s, MS, 50 * MS, 3_000 * MS);
+    let late: Vec<_> = samples.iter().filter(|(t, _)| *t > 1_000 * MS).collect();
+    assert!(late.len() > 1000);
+    for (t, rs) in &late {
+        let r = rs.delivery_rate.expect("valid sample once the pipe is full").0 as f64;
+        assert!((r / 11_584_000.0 - 1.0).abs() < 0.01, "t={t}: {r} bit/s");
+        assert!(!rs.is_app_limited);
+        assert!(rs.interval >= Dur(50 * MS), "interval spans at least one RTT");
+    }
+}
+
+#[test]
+fn rate_sampler_flags_app_limited_samples_until_the_bubble_is_delivered() {
+    // tcp_rate.c / draft §3.4: packets sent while tp->app_limited is set carry
+    // the flag into their samples; the flag clears once `delivered` passes the
+    // mark. BBR's ProbeRTT sets the mark exactly like this (bbr_probe_rtt).
+    let mut s = sender("reno");
+    s.conn.cwnd = 50;
+    s.conn.ssthresh = 50;
+    let mut mark = 0u64;
+    let mut marked_at = 0u64;
+    let samples = run_ideal_link_with(&mut s, MS, 50 * MS, 1_500 * MS, |s, now| {
+        if now >= 600 * MS && mark == 0 {
+            mark = (s.conn.delivered + s.in_flight() as u64).max(1);
+            s.conn.app_limited = mark;
+            marked_at = now;
+        }
+    });
+    let flagged: Vec<u64> = samples.iter().filter(|(_, rs)| rs.is_app_limited).map(|(t, _)| *t).collect();
+    assert!(!flagged.is_empty(), "packets sent inside the bubble must yield app-limited samples");
+    // They are exactly the ACKs of packets sent in the round after the mark:
+    // one RTT + one bottleneck round (cwnd packets at 1 ms) later at most.
+    let (first, last) = (*flagged.first().unwrap(), *flagged.last().unwrap());
+    assert!(first > marked_at && last <= marked_at + 2 * (50 + 50) * MS, "{first} {last} {marked_at}");
+    assert_eq!(s.conn.app_limited, 0, "the bubble cleared once delivered passed the mark");
+    assert!(!samples.last().unwrap().1.is_app_limited);
+}
+
+#[test]
+fn running_out_of_data_marks_the_bubble() {
+    // tcp_rate_check_app_limited: no data left and the window not full →
+    // app_limited = delivered + in_flight.
+    let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, Some(1448 * 5), None, None);
+    let tx = send_all(&mut s, 0);
+    assert_eq!(tx.len(), 5);
+    assert_eq!(s.conn.app_limited, 5, "delivered 0 + 5 in flight");
 }
 
 #[test]
