@@ -109,6 +109,7 @@ def build_ir(case: BenchCase, quick: bool = False) -> dict[str, Any]:
 # package (whose __init__ may pull in pandas etc.), runs, reports JSON.
 _CHILD = r"""
 import importlib.machinery, importlib.util, json, resource, sys, time
+import numpy  # the engine returns numpy arrays: load numpy before timing, not inside it
 path, ir_json = sys.argv[1], sys.stdin.read()
 loader = importlib.machinery.ExtensionFileLoader("cclab._native", path)
 spec = importlib.util.spec_from_file_location("cclab._native", path, loader=loader)
