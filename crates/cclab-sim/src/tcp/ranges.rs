@@ -18,51 +18,37 @@ impl RangeSet {
         if s >= e {
             return;
         }
-        let mut start = s;
-        let mut end = e;
-        // A range starting before s that reaches s: merge with it.
-        if let Some((&ps, &pe)) = self.map.range(..=s).next_back() {
-            if pe >= s {
+        // Start from the range that reaches s, if any (the common case: a
+        // growing SACK block extends the range it reported last time).
+        let (start, mut cursor, existing) = match self.map.range(..=s).next_back() {
+            Some((&ps, &pe)) if pe >= s => {
                 if pe >= e {
                     return; // fully covered
                 }
-                start = ps;
-                self.map.remove(&ps);
-                // new part begins at pe
-                let mut cursor = pe;
-                self.absorb_following(&mut cursor, &mut end, e, new);
-                self.map.insert(start, end);
-                return;
+                (ps, pe, true)
+            }
+            _ => (s, s, false),
+        };
+        let mut end = e;
+        // Absorb ranges that start inside [cursor, e]; gaps between them are new.
+        while let Some((&ns, &ne)) = self.map.range(cursor..=e).next() {
+            if ns > cursor {
+                new.push((cursor, ns));
+            }
+            self.map.remove(&ns);
+            cursor = ne.max(cursor);
+            end = end.max(ne);
+            if ne >= e {
+                break;
             }
         }
-        let mut cursor = s;
-        self.absorb_following(&mut cursor, &mut end, e, new);
-        self.map.insert(start, end);
-    }
-
-    /// Walk ranges starting in [cursor, e], recording gaps as new and merging.
-    fn absorb_following(&mut self, cursor: &mut u32, end: &mut u32, e: u32, new: &mut Vec<(u32, u32)>) {
-        loop {
-            let next = self.map.range(*cursor..=e).next().map(|(&a, &b)| (a, b));
-            match next {
-                Some((ns, ne)) => {
-                    if ns > *cursor {
-                        new.push((*cursor, ns));
-                    }
-                    self.map.remove(&ns);
-                    *cursor = ne.max(*cursor);
-                    *end = (*end).max(ne);
-                    if ne >= e {
-                        return;
-                    }
-                }
-                None => {
-                    if *cursor < e {
-                        new.push((*cursor, e));
-                    }
-                    return;
-                }
-            }
+        if cursor < e {
+            new.push((cursor, e));
+        }
+        if existing {
+            *self.map.get_mut(&start).expect("range present") = end;
+        } else {
+            self.map.insert(start, end);
         }
     }
 

@@ -68,7 +68,7 @@ impl Receiver {
     /// Segment `seq` arrives. Returns an ACK to send now, or `None` (delayed).
     pub fn on_segment(&mut self, now: Time, seq: u32) -> Option<Ack> {
         self.segments_received += 1;
-        if seq < self.rcv_nxt || self.ooo.iter().any(|&(s, e)| s <= seq && seq < e) {
+        if seq < self.rcv_nxt || self.ooo_contains(seq) {
             // Duplicate: ACK at once (Linux sends a D-SACK; we send a plain ACK).
             return Some(self.make_ack());
         }
@@ -137,7 +137,7 @@ impl Receiver {
             if n == MAX_SACK_BLOCKS {
                 break;
             }
-            if let Some(&r) = self.ooo.iter().find(|&&(a, b)| a <= s && s < b) {
+            if let Some(r) = self.ooo_range_of(s) {
                 if !ack.sacks[..n].contains(&r) {
                     ack.sacks[n] = r;
                     n += 1;
@@ -146,6 +146,16 @@ impl Receiver {
         }
         ack.n_sacks = n as u8;
         ack
+    }
+
+    /// The held out-of-order range containing `seq` (binary search: `ooo` is sorted).
+    fn ooo_range_of(&self, seq: u32) -> Option<(u32, u32)> {
+        let i = self.ooo.partition_point(|&(_, e)| e <= seq);
+        self.ooo.get(i).copied().filter(|&(s, _)| s <= seq)
+    }
+
+    fn ooo_contains(&self, seq: u32) -> bool {
+        self.ooo_range_of(seq).is_some()
     }
 
     pub fn has_holes(&self) -> bool {

@@ -143,6 +143,9 @@ pub struct Sender {
     max_packets_out: u32,
     cwnd_limited_seq: u32,
     scratch: Vec<(u32, u32)>,
+    /// SACK blocks of the previous ACK (Linux `recv_sack_cache`): a block
+    /// repeated unchanged is already fully tagged and is skipped.
+    sack_cache: [(u32, u32); super::receiver::MAX_SACK_BLOCKS],
     /// The last ACK's rate sample (tests inspect it).
     #[cfg(test)]
     pub last_rs: RateSample,
@@ -217,6 +220,7 @@ impl Sender {
             max_packets_out: 0,
             cwnd_limited_seq: 0,
             scratch: Vec::new(),
+            sack_cache: [(0, 0); super::receiver::MAX_SACK_BLOCKS],
             #[cfg(test)]
             last_rs: RateSample::default(),
         };
@@ -463,6 +467,9 @@ impl Sender {
 
         // 1. SACK blocks (tcp_sacktag_write_queue).
         for &(s, e) in ack.sacks() {
+            if self.sack_cache.contains(&(s, e)) {
+                continue; // ranges only grow until cumulatively ACKed: nothing new here
+            }
             let s = s.max(self.snd_una);
             let e = e.min(self.snd_nxt);
             if s >= e {
@@ -478,6 +485,7 @@ impl Sender {
             }
             self.scratch = new;
         }
+        self.sack_cache = ack.sacks;
         // 2. Cumulative ACK (tcp_clean_rtx_queue).
         if ack.cum > self.snd_una {
             let cum = ack.cum.min(self.snd_nxt);
