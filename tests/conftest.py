@@ -1,5 +1,9 @@
 """Shared test helpers: a small synthetic engine output with hand-known metrics.
 
+Importable helpers (``from conftest import synthetic_raw, synthetic_ir,
+needs_engine``) for modules directly in tests/ and tests/fixtures/; the
+fixtures ``raw_ir``, ``make_raw``, ``make_ir`` give the same without an import.
+
 ``synthetic()`` returns ``(raw, ir)`` for two flows (CUBIC id 0, Reno id 1) on
 a 4 Mbps link, 1 s samples, 6 s, measure window [2 s, 6 s). Per-interval
 values are chosen so every summary metric has a value computed by hand in
@@ -8,7 +12,7 @@ tests/test_metrics.py.
 
 from __future__ import annotations
 
-import importlib
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -116,15 +120,49 @@ def synthetic_raw() -> dict:
 
 @pytest.fixture
 def raw_ir():
+    """A fresh ``(synthetic_raw(), synthetic_ir())``."""
     return synthetic_raw(), synthetic_ir()
+
+
+@pytest.fixture
+def make_raw():
+    """The :func:`synthetic_raw` factory (test modules must not import conftest:
+    tests/kernel has its own and the name would clash)."""
+    return synthetic_raw
+
+
+@pytest.fixture
+def make_ir():
+    """The :func:`synthetic_ir` factory."""
+    return synthetic_ir
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
 
 
 def has_simulate() -> bool:
     try:
-        native = importlib.import_module("cclab._native")
+        from cclab import _native
     except ImportError:
         return False
-    return hasattr(native, "simulate")
+    return hasattr(_native, "simulate")
 
 
+#: Skip a test until the engine has simulate() (then it runs for real).
 needs_engine = pytest.mark.skipif(not has_simulate(), reason="cclab._native has no simulate() yet (engine not landed)")
+
+
+# tests/kernel/conftest.py is also imported under the module name "conftest"
+# (its folder is not a package), replacing this one in sys.modules. Modules in
+# tests/ that do `from conftest import …` must get this file: point the name
+# back here before each of them is imported.
+_THIS = sys.modules[__name__]
+_HERE = Path(__file__).parent
+
+
+def pytest_collectstart(collector):
+    path = getattr(collector, "path", None)
+    if isinstance(collector, pytest.Module) and path is not None and Path(path).parent == _HERE:
+        sys.modules["conftest"] = _THIS

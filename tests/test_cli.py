@@ -8,10 +8,16 @@ import subprocess
 import sys
 
 import pytest
-from conftest import FIXTURES, REPO, needs_engine
+from pathlib import Path
+
 from typer.testing import CliRunner
 
+from cclab import _native
 from cclab.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+needs_engine = pytest.mark.skipif(not hasattr(_native, "simulate"), reason="cclab._native has no simulate() yet")
 
 runner = CliRunner()
 
@@ -187,22 +193,23 @@ rtt = "40ms"
 
 
 class _Replay:
-    """Hands back conftest.synthetic_raw() — it matches SYNTH_SCENARIO's IR (2 flows, 6 x 1 s)."""
+    """Hands back the conftest's synthetic raw output — it matches SYNTH_SCENARIO's IR (2 flows, 6 x 1 s)."""
 
     name = "replay"
 
-    def run(self, ir):
-        from conftest import synthetic_raw
+    def __init__(self, make_raw):
+        self.make_raw = make_raw
 
+    def run(self, ir):
         assert [f["id"] for f in ir["flows"]] == [0, 1] and ir["sample_interval_ns"] == 1_000_000_000
-        return {**synthetic_raw(), "meta": {"valid": False, "invalid_reasons": ["stand-in backend"]}}
+        return {**self.make_raw(), "meta": {"valid": False, "invalid_reasons": ["stand-in backend"]}}
 
 
 @pytest.fixture
-def replay(monkeypatch, tmp_path):
+def replay(monkeypatch, tmp_path, make_raw):
     import cclab.api
 
-    monkeypatch.setattr(cclab.api, "get_backend", lambda name: _Replay())
+    monkeypatch.setattr(cclab.api, "get_backend", lambda name: _Replay(make_raw))
     p = tmp_path / "synthetic.toml"
     p.write_text(SYNTH_SCENARIO)
     return p

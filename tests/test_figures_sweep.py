@@ -56,7 +56,18 @@ def texts(fig) -> str:
 
 
 def test_registry_lists_every_kind():
-    assert {"line", "heatmap", "loss", "series", "jain", "period", "timeseries"} <= set(figures.REGISTRY)
+    assert {"line", "box", "heatmap", "loss", "series", "jain", "period", "timeseries"} <= set(figures.REGISTRY)
+
+
+def test_box_plots_over_trials(fx, tmp_path):
+    t = Target(fx("buffer"))
+    fig = draw(t, "box", x="link.buffer", y="agg.loss_rate")
+    ax = fig.axes[0]
+    assert ax.get_ylabel() == "loss rate at the bottleneck (%)" and ax.get_xlabel() == "buffer"
+    assert [tk.get_text() for tk in ax.get_xticklabels()][:2] == ["0.25bdp", "0.5bdp"]
+    assert [tx.get_text() for tx in ax.get_legend().get_texts()] == ["bbr", "bbr_shallow"]
+    ((_, _, paths),) = list(render(t, [{"kind": "box", "x": "link.buffer", "y": "agg.loss_rate"}], tmp_path))
+    check_files(paths)
 
 
 def test_gain_heatmap(fx):
@@ -74,7 +85,7 @@ def test_gain_heatmap(fx):
     norm = panels[0].images[0].norm
     assert norm.vcenter == 0 and norm.vmin == -norm.vmax  # diverging, centred on no gain
     assert "goodput gain of bbr over cubic (%)" in texts(fig)
-    assert panels[0].get_xlabel() == "bottleneck rate" and panels[0].get_ylabel() == "RTT of flows[0]"
+    assert panels[0].get_xlabel() == "bottleneck rate" and panels[0].get_ylabel() == "flows[0] RTT"
     with pytest.raises(FigureError, match="gain needs"):
         draw(t, "heatmap", x="link.rate", y="flows[0].rtt", gain={"over": "flows[0].cca"})
 

@@ -1,4 +1,4 @@
-"""cclab.metrics on a synthetic engine output with hand-computed values (see conftest.synthetic_raw)."""
+"""cclab.metrics on a synthetic engine output with hand-computed values (the conftest's synthetic_raw)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import synthetic_ir, synthetic_raw
-
 from cclab import metrics
 
 
@@ -49,9 +47,9 @@ def test_goodput_from_cumulative_bytes(raw_ir):
     assert f.state.isna().all()  # cubic/reno export no state names here
 
 
-def test_state_names_mapped():
-    ir = synthetic_ir(ccas=("bbr", "reno"))
-    raw = synthetic_raw()
+def test_state_names_mapped(make_raw, make_ir):
+    ir = make_ir(ccas=("bbr", "reno"))
+    raw = make_raw()
     raw["state_names"] = {"bbr": ["STARTUP", "DRAIN", "PROBE_BW", "PROBE_RTT"], "reno": []}
     f = metrics.flows_frame(raw, ir)
     assert f[f.flow_id == 0].state.tolist() == ["STARTUP", "DRAIN"] * 3
@@ -74,7 +72,7 @@ def test_summary_over_measure_window(raw_ir):
     raw, ir = raw_ir
     s = metrics.summary(metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir), ir)
     json.dumps(s, allow_nan=False)  # JSON-safe
-    assert s["window"] == {"from_s": 2.0, "to_s": 6.0, "duration_s": 4.0, "samples": 4}
+    assert s["window"] == {"from_s": 2.0, "to_s": 6.0, "duration_s": 4.0, "samples": 4, "share_bin_s": 1.0}
     f0, f1 = s["per_flow"]
     # window (2, 6]: flow 0 [2, 2, 3, 1] Mbps, flow 1 [2, 1, 1, 1]
     assert f0["goodput_bps"] == pytest.approx(2e6)
@@ -103,8 +101,8 @@ def test_summary_over_measure_window(raw_ir):
     assert agg["jain"] == pytest.approx(3.25**2 / (2 * (4 + 1.5625)))
 
 
-def test_jain_only_over_flows_active_in_window():
-    raw, ir = synthetic_raw(), synthetic_ir()
+def test_jain_only_over_flows_active_in_window(raw_ir):
+    raw, ir = raw_ir
     # flow 1 active only before the window and delivering nothing afterwards
     f1 = raw["flows"]["flow_id"] == 1
     raw["flows"]["active"] = np.where(f1 & (raw["flows"]["time_ns"] > 2e9), False, True)
@@ -129,3 +127,17 @@ def test_missing_raw_columns_are_nan(raw_ir):
     del raw["flows"]["pacing_rate_bps"], raw["flows"]["egress_bytes"]
     f = metrics.flows_frame(raw, ir)
     assert f.pacing_rate_bps.isna().all() and f.throughput_bps.isna().all()
+
+
+def test_share_and_jain_in_bins(raw_ir):
+    raw, ir = raw_ir
+    f = metrics.flows_frame(raw, ir)
+    w = f[metrics.in_window(f.time_s, ir)]
+    # 2 s bins: (2,4] cubic 2+2 of 7 Mbit·s, (4,6] cubic 3+1 of 6
+    sh = metrics.share_series(w, bin_s=2.0)
+    assert list(sh.index) == [4.0, 6.0]
+    np.testing.assert_allclose(sh["cubic"], [4 / 7, 4 / 6])
+    s = metrics.summary(f, metrics.link_frame(raw, ir), ir, share_bin_s=2.0)
+    assert s["per_algorithm"]["cubic"]["share_iqr"] == pytest.approx(0.5 * (4 / 6 - 4 / 7))
+    j = metrics.jain_series(w, bin_s=2.0)
+    assert j.loc[4.0] == pytest.approx(metrics.jain_index([2, 1.5]))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import FIXTURES
-
 from cclab import plot, record
 
-FIXTURE_RUN = FIXTURES / "run-bbr-cubic"
+FIXTURE_RUN = Path(__file__).parent / "fixtures" / "run-bbr-cubic"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -40,12 +40,14 @@ def test_default_path_is_inside_the_record(run, tmp_path):
 def test_figure_panels_and_state_strip(run):
     fig = plot.figure_timeseries(run.flows, run.link, run.ir)
     labels = [ax.get_ylabel() for ax in fig.axes]
-    assert labels[:5] == ["goodput (Mbps)", "RTT (ms)", "cwnd / inflight (KB)", "queue (KB)", "drops / interval\n(packets)"]
+    assert labels[0] == "goodput (Mbps, 100 ms mean)"  # 2 samples of 50 ms
+    assert labels[1:5] == ["RTT (ms)", "cwnd / inflight (KB)", "queue (KB)", "drops / interval\n(packets)"]
     assert "state" in labels and "queueing delay (ms)" in labels
     assert fig.axes[0].get_xlim() == (0.0, 10.0)
-    # no states in the shade set -> no strip
-    fig2 = plot.figure_timeseries(run.flows, run.link, run.ir, shade_states=())
+    # no states in the shade set -> no strip; raw samples when asked
+    fig2 = plot.figure_timeseries(run.flows, run.link, run.ir, shade_states=(), goodput_mean_s=None)
     assert "state" not in [ax.get_ylabel() for ax in fig2.axes]
+    assert fig2.axes[0].get_ylabel() == "goodput (Mbps)"
 
 
 def test_many_flows_fall_back_to_per_algorithm_lines(run, tmp_path):
@@ -58,7 +60,7 @@ def test_many_flows_fall_back_to_per_algorithm_lines(run, tmp_path):
     ir = {**run.ir, "flows": flows}
     fig = plot.figure_timeseries(pd.concat(frames, ignore_index=True), run.link, ir)
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert "bbr (mean of 10 flows)" in texts
+    assert "bbr (total of 10 flows)" in texts
     assert plot.save_figure(fig, tmp_path / "many", ("png",))[0].stat().st_size > 0
 
 

@@ -7,13 +7,12 @@ import json
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from conftest import synthetic_ir, synthetic_raw
-
 from cclab import metrics, record
 
 
-def _parts():
-    raw, ir = synthetic_raw(), synthetic_ir()
+@pytest.fixture
+def parts(raw_ir):
+    raw, ir = raw_ir
     flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
     return dict(
         scenario_toml='name = "synthetic"\n',
@@ -25,8 +24,7 @@ def _parts():
     )
 
 
-def test_round_trip(tmp_path):
-    parts = _parts()
+def test_round_trip(tmp_path, parts):
     out = record.write_run(tmp_path / "run", **parts)
     assert sorted(p.name for p in out.iterdir()) == sorted(record.FILES)
     assert record.is_complete(out)
@@ -46,8 +44,8 @@ def test_round_trip(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temp dir left
 
 
-def test_leftover_temp_dir_is_never_complete(tmp_path):
-    out = record.write_run(tmp_path / "run", **_parts())
+def test_leftover_temp_dir_is_never_complete(tmp_path, parts):
+    out = record.write_run(tmp_path / "run", **parts)
     # a crash after writing the data but before meta.json: copy without meta
     partial = tmp_path / "run2.tmp-x1y2"
     partial.mkdir()
@@ -64,18 +62,17 @@ def test_leftover_temp_dir_is_never_complete(tmp_path):
     assert not record.is_complete(partial)
 
 
-def test_failure_mid_write_leaves_nothing(tmp_path, monkeypatch):
+def test_failure_mid_write_leaves_nothing(tmp_path, monkeypatch, parts):
     def boom(*a, **k):
         raise OSError("disk full")
 
     monkeypatch.setattr(record, "_write_parquet", boom)
     with pytest.raises(OSError, match="disk full"):
-        record.write_run(tmp_path / "run", **_parts())
+        record.write_run(tmp_path / "run", **parts)
     assert list(tmp_path.iterdir()) == []
 
 
-def test_overwrite_protection_and_atomic_replace(tmp_path):
-    parts = _parts()
+def test_overwrite_protection_and_atomic_replace(tmp_path, parts):
     out = record.write_run(tmp_path / "run", **parts)
     with pytest.raises(record.RecordExistsError, match="already exists"):
         record.write_run(out, **parts)
@@ -86,16 +83,16 @@ def test_overwrite_protection_and_atomic_replace(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # old record and temp dir removed
 
 
-def test_refuses_foreign_directory_but_accepts_empty_one(tmp_path):
+def test_refuses_foreign_directory_but_accepts_empty_one(tmp_path, parts):
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("precious")
     with pytest.raises(record.RecordExistsError, match="not a run record"):
-        record.write_run(foreign, **_parts())
+        record.write_run(foreign, **parts)
     assert (foreign / "notes.txt").read_text() == "precious"
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert record.is_complete(record.write_run(empty, **_parts()))
+    assert record.is_complete(record.write_run(empty, **parts))
 
 
 def test_read_missing(tmp_path):

@@ -109,21 +109,36 @@ def test_unknown_algorithm_lists_the_engines_algorithms() -> None:
 
 
 def test_unknown_cca_parameter() -> None:
-    error = fails(variant({"flows[0].cca": {"name": "cubic", "beta": 0.7}}))
-    check(error, "flows[0].cca.beta", "unknown parameter of 'cubic'", "cubic takes no parameters")
+    from cclab.scenario import known_algorithms
+
+    error = fails(variant({"flows[0].cca": {"name": "cubic", "no_such_param": 0.7}}))
+    allowed = known_algorithms()["cubic"]
+    expected = f"allowed: {', '.join(allowed)}" if allowed else "cubic takes no parameters"
+    check(error, "flows[0].cca.no_such_param", "unknown parameter of 'cubic'", expected)
     assert error.value == 0.7
+
+
+def test_algorithm_without_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cclab._native as native
+
+    real = native.algorithms()
+    monkeypatch.setattr(native, "algorithms", lambda: {**real, "plain": []})
+    check(fails(variant({"flows[0].cca": {"name": "plain", "gain": 2}})), "flows[0].cca.gain",
+          "unknown parameter of 'plain'", "plain takes no parameters")
 
 
 def test_cca_parameter_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
     import cclab._native as native
 
-    real = native.algorithms
-    monkeypatch.setattr(native, "algorithms", lambda: {**real(), "fake": ["gain"]})
+    real = native.algorithms()
+    monkeypatch.setattr(native, "algorithms", lambda: {**real, "fake": ["gain", "switch"]})
     check(fails(variant({"flows[0].cca": {"name": "fake", "gain": "2"}})), "flows[0].cca.gain", "'2'",
           "finite numbers")
-    # …and a known parameter of that algorithm is accepted.
-    assert scenario_from_dict(variant({"flows[0].cca": {"name": "fake", "gain": 2}})).flows[0].cca_params == {
-        "gain": 2.0}
+    check(fails(variant({"flows[0].cca": {"name": "fake", "gain": float("nan")}})), "flows[0].cca.gain", "nan",
+          "finite numbers")
+    # …known parameters are accepted; true/false are switches, stored as 1.0/0.0.
+    group = scenario_from_dict(variant({"flows[0].cca": {"name": "fake", "gain": 2, "switch": True}})).flows[0]
+    assert group.cca_params == {"gain": 2.0, "switch": 1.0}
 
 
 # --- units ---------------------------------------------------------------------------------------------

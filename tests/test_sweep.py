@@ -136,3 +136,52 @@ def test_load_file_with_base_path_and_quick(tmp_path):
     (tmp_path / "bad.toml").write_text("base = [")
     with pytest.raises(SweepError, match="not valid TOML"):
         load_sweep(tmp_path / "bad.toml")
+
+
+SCHEMA_BASE = {
+    "name": "v",
+    "duration": "2s",
+    "link": {"rate": "10Mbps", "delay": "5ms", "buffer": "1bdp"},
+    "flows": [{"cca": "cubic", "rtt": "20ms"}],
+}
+
+
+def test_bad_axis_value_gets_the_schema_error_naming_the_axis(tmp_path):
+    from cclab.sweep import validate
+
+    f = tmp_path / "bad.toml"
+    sw = sweep_from_dict({"base": SCHEMA_BASE, "axes": {"link.buffer": ["1bdp", "2bpd"]}}, tmp_path, source=f)
+    with pytest.raises(SweepError) as e:
+        validate(sw)
+    msg = str(e.value)
+    assert msg.startswith(f"{f}: axis \"link.buffer\" = '2bpd': ") and "'2bpd'" in msg and "bdp" in msg
+    assert "\n" not in msg
+
+
+def test_values_wrong_only_together_name_the_point():
+    from cclab.sweep import validate
+
+    # each alone is fine; rtt 4ms < 2 × 5 ms link delay is not
+    sw = sweep_from_dict(
+        {"base": SCHEMA_BASE, "axes": {"flows[0].rtt": ["20ms", "4ms"], "link.delay": ["0ms", "5ms"]}}, "."
+    )
+    with pytest.raises(SweepError, match=r"point flows\[0\].rtt='4ms', link.delay='5ms': "):
+        validate(sw)
+    validate(sweep_from_dict({"base": SCHEMA_BASE, "axes": {"link.buffer": ["0.5bdp", "64pkts", "100KB"]}}, "."))
+
+
+def test_to_toml_round_trips_and_quick_text_is_the_variant(tmp_path):
+    sw = sweep_from_dict(
+        {"base": BASE, "trials": 3, "axes": {"link.buffer": ["1bdp", "2bdp"]}, "zip": {"link.rate": ["1Mbps"]},
+         "figures": [{"kind": "line", "y": "agg.utilization"}],
+         "quick": {"trials": 1, "axes": {"link.buffer": ["1bdp"]}}},
+        ".",
+    )
+    f = tmp_path / "s.toml"
+    f.write_text(sw.to_toml())
+    again = load_sweep(f)
+    assert [p.scenario for p in expand(again)] == [p.scenario for p in expand(sw)]
+    q = sw.quick_variant()
+    f.write_text(q.text)
+    assert [p.scenario for p in expand(load_sweep(f))] == [p.scenario for p in expand(q)]
+    assert load_sweep(f).quick == {}

@@ -42,3 +42,25 @@ def test_dask_local_cluster_matches_local_runner(monkeypatch, tmp_path):
     a = pd.read_parquet(tmp_path / "local" / "results.parquet")
     b = pd.read_parquet(tmp_path / "dask" / "results.parquet")
     pd.testing.assert_frame_equal(a, b)
+
+
+REAL = {
+    "name": "dask-real",
+    "duration": "3s",
+    "link": {"rate": "10Mbps", "buffer": "1bdp"},
+    "flows": [{"cca": "cubic", "rtt": "20ms"}, {"cca": "reno", "rtt": "40ms"}],
+}
+
+
+@pytest.mark.skipif(not __import__("conftest").has_simulate(), reason="cclab._native has no simulate() yet")
+def test_dask_path_on_the_real_engine_gives_the_local_records(tmp_path):
+    sw = sweep_from_dict({"base": REAL, "axes": {"link.buffer": ["0.5bdp", "2bdp"]}}, ".")
+    run_sweep(sw, tmp_path / "local", jobs=1, progress=False)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cl:
+        out = run_sweep(sw, tmp_path / "dask", scheduler=cl.scheduler_address, progress=False)
+    assert (out.done, out.failures) == (2, [])
+
+    def flows(d):
+        return {p.name: (p / "flows.parquet").read_bytes() for p in (d / "runs").iterdir()}
+
+    assert flows(tmp_path / "local") == flows(tmp_path / "dask")

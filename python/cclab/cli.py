@@ -155,7 +155,7 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_row("queueing delay p50 / p95", f"{_num(agg.get('queue_delay_ms_p50'))} / {_num(agg.get('queue_delay_ms_p95'))} ms")
     for alg, a in summary.get("per_algorithm", {}).items():
         n = a.get("flows")
-        t.add_row(f"share {alg} ({n} flow{'' if n == 1 else 's'}), IQR over samples",
+        t.add_row(f"share {alg} ({n} flow{'' if n == 1 else 's'}), IQR over {_num(w.get('share_bin_s'), 0)} s bins",
                   f"{_pct(a.get('share'))} % (IQR {_pct(a.get('share_iqr'))} pp)")  # fmt: skip
     return t
 

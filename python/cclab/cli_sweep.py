@@ -167,7 +167,7 @@ def register(app: typer.Typer) -> None:
             from cclab.report import write_report
 
             try:
-                typer.echo(f"report: {write_report(part_dir)}")
+                typer.echo(f"report: {write_report(part_dir, figures_dir=part_dir / 'figures')}")
             except Exception as e:  # noqa: BLE001 — the runs are kept; say what failed
                 typer.secho(f"report failed: {type(e).__name__}: {e}", fg="red", err=True)
                 code |= 1
@@ -208,22 +208,27 @@ def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: boo
         cols = lead + [c for c in view.columns if c not in lead and (c in metrics or c.removesuffix(".ci95") in metrics)]
         view[cols].to_csv(sys.stdout, index=False)
         return
+    from cclab.figures.sweep_figs import metric_label
+
     table = Table(show_lines=False, header_style="bold")
     for c in lead:
         table.add_column(c)
+    labels = {m: metric_label(m) for m in metrics}
     for m in metrics:
-        table.add_column(m + (" (±95% CI)" if f"{m}.ci95" in view else ""), justify="right")
+        ci_note = " ± 95% CI" if f"{m}.ci95" in view else ""
+        table.add_column(f"{m}\n[dim]{labels[m][0]}{ci_note}[/dim]", justify="right")
     for _, row in view.iterrows():
         cells = [str(row[c]) for c in lead]
         for m in metrics:
+            scale = labels[m][1]
             v = row[m]
+            cell = _num(v * scale if isinstance(v, (int, float)) else v)
             ci = row.get(f"{m}.ci95")
-            cell = _num(v)
-            if ci is not None and not (isinstance(ci, float) and math.isnan(ci)):
-                cell += f" ± {_num(ci)}"
+            if isinstance(ci, float) and not math.isnan(ci) and abs(ci) > 1e-9 * max(1.0, abs(float(v))):
+                cell += f" ± {_num(ci * scale)}"
             cells.append(cell)
         table.add_row(*cells)
-    Console(width=max(120, 22 * (len(lead) + len(metrics)))).print(table)
+    Console(width=max(120, 24 * (len(lead) + len(metrics)))).print(table)
 
 
 def _num(v) -> str:

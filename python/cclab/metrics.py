@@ -327,24 +327,46 @@ def _pcts(x: pd.Series | np.ndarray, prefix: str) -> dict[str, float]:
     return {f"{prefix}_mean": float(a.mean()), f"{prefix}_p50": float(p50), f"{prefix}_p95": float(p95), f"{prefix}_p99": float(p99)}
 
 
-def share_series(flows: pd.DataFrame, key: str = "cca") -> pd.DataFrame:
-    """Per-sample share of the total goodput by ``key`` (time_s × key).
+#: Share and fairness samples are taken over bins of this many seconds: at
+#: 10 ms, in-order delivery is too bursty (one lost segment holds back an RTT
+#: of data, then releases it at once), so per-sample shares swing between 0
+#: and 1 and their IQR says nothing about the split of the link.
+SHARE_BIN_S = 1.0
 
-    Samples where the total goodput is 0 are dropped (the share is undefined).
+
+def _bin_time(time_s: pd.Series, bin_s: float | None) -> pd.Series:
+    """Label each sample with the end of its ``bin_s`` bin (unchanged when ``bin_s`` is falsy)."""
+    if not bin_s:
+        return time_s
+    return np.ceil(time_s / bin_s - 1e-9) * bin_s
+
+
+def share_series(flows: pd.DataFrame, key: str = "cca", bin_s: float | None = None) -> pd.DataFrame:
+    """Share of the total goodput by ``key`` over time (rows: sample or bin end time, columns: key).
+
+    With ``bin_s`` the goodput is summed over bins of that length first.
+    Samples (bins) where the total goodput is 0 are dropped (the share is undefined).
     """
-    g = flows.pivot_table(index="time_s", columns=key, values="goodput_bps", aggfunc="sum", fill_value=0.0)
+    binned = flows.assign(time_s=_bin_time(flows["time_s"], bin_s))
+    g = binned.pivot_table(index="time_s", columns=key, values="goodput_bps", aggfunc="sum", fill_value=0.0)
     total = g.sum(axis=1)
     g = g.loc[total > 0]
     return g.div(total[total > 0], axis=0)
 
 
-def jain_series(flows: pd.DataFrame) -> pd.Series:
-    """Jain's index over time: at each sample, over the goodputs of the active flows."""
-    act = flows.loc[flows["active"].astype(bool), ["time_s", "goodput_bps"]]
+def jain_series(flows: pd.DataFrame, bin_s: float | None = None) -> pd.Series:
+    """Jain's index over time, over the goodputs of the flows active in each sample (or ``bin_s`` bin)."""
+    act = flows.loc[flows["active"].astype(bool), ["time_s", "flow_id", "goodput_bps"]]
+    if bin_s:
+        act = act.assign(time_s=_bin_time(act["time_s"], bin_s)).groupby(["time_s", "flow_id"], as_index=False)[
+            "goodput_bps"
+        ].mean()
     return act.groupby("time_s")["goodput_bps"].agg(jain_index).rename("jain")
 
 
-def summary(flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any]) -> dict[str, Any]:
+def summary(
+    flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any], *, share_bin_s: float = SHARE_BIN_S
+) -> dict[str, Any]:
     """Per-flow, per-algorithm and aggregate metrics over the measure window.
 
     Returns ``{"window": {from_s, to_s, duration_s, samples}, "per_flow":
@@ -360,10 +382,11 @@ def summary(flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any]) -> d
       per packet); ``cwnd_bytes_mean`` over the samples where the flow is active.
     Per algorithm:
       ``goodput_bps`` (sum over its flows), ``share`` of the total, and the
-      per-sample share (Σ goodput of its flows / Σ goodput of all flows, each
-      sample) summarised by its 25th/50th/75th percentiles and ``share_iqr`` =
-      p75 − p25 — the interquartile band of the testbed studies (WPI MQP
-      "BBR vs CUBIC" thesis figures of share vs buffer).
+      share over time (Σ goodput of its flows / Σ goodput of all flows, in
+      bins of ``share_bin_s`` = 1 s, see :data:`SHARE_BIN_S`) summarised by
+      its 25th/50th/75th percentiles and ``share_iqr`` = p75 − p25 — the
+      interquartile band of the testbed studies (the WPI thesis' share vs
+      buffer figures).
     Aggregate:
       ``goodput_bps`` total; ``utilization`` = delivered payload bits /
       capacity bits (Σ capacity·Δt) over the window; ``link_utilization`` the
@@ -418,7 +441,7 @@ def summary(flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any]) -> d
         row["share"] = delivered_bits[row["flow_id"]] / total_bits if total_bits > 0 else math.nan
 
     per_alg: dict[str, dict[str, Any]] = {}
-    shares = share_series(fw) if len(fw) else pd.DataFrame()
+    shares = share_series(fw, bin_s=share_bin_s) if len(fw) else pd.DataFrame()
     for alg in dict.fromkeys(str(f["cca"]) for f in ir["flows"]):
         rows = [r for r in per_flow if r["cca"] == alg]
         bits = sum(delivered_bits[r["flow_id"]] for r in rows)
@@ -460,7 +483,8 @@ def summary(flows: pd.DataFrame, link: pd.DataFrame, ir: Mapping[str, Any]) -> d
         "flows_active": len(active_ids),
     }
     out = {
-        "window": {"from_s": lo / _NS_PER_S, "to_s": hi / _NS_PER_S, "duration_s": window_s, "samples": int(len(lw))},
+        "window": {"from_s": lo / _NS_PER_S, "to_s": hi / _NS_PER_S, "duration_s": window_s, "samples": int(len(lw)),
+                   "share_bin_s": share_bin_s},  # fmt: skip
         "per_flow": per_flow,
         "per_algorithm": per_alg,
         "aggregate": aggregate,

@@ -13,7 +13,9 @@ Panels, sharing one x axis in seconds:
 Every algorithm has one colour (:data:`PALETTE`, then a fixed cycle for
 others); flows of the same algorithm differ by line style. The measure
 window is shaded lightly. With more than :data:`MAX_FLOW_LINES` flows the
-per-flow panels show the per-algorithm mean over its flows instead.
+per-flow panels show per-algorithm lines instead (goodput: the total of its
+flows; RTT, cwnd: the mean), and the state strip shows the first
+:data:`MAX_STATE_ROWS` flows that have states.
 
 Figures are built as ``matplotlib.figure.Figure`` objects without pyplot (no
 global state, no GUI backend: renders headless, and does not switch a
@@ -62,6 +64,7 @@ STATE_COLORS: dict[str, str] = {
 }
 DEFAULT_SHADE_STATES = frozenset(STATE_COLORS)
 MAX_FLOW_LINES = 12
+MAX_STATE_ROWS = 6
 _DROP_STYLE = {"overflow": ("#d62728", "overflow"), "random": ("#7f7f7f", "random loss"), "aqm": ("#9467bd", "AQM")}
 
 
@@ -84,18 +87,21 @@ def _flow_styles(ir: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
     return styles
 
 
-def _series(flows: pd.DataFrame, ir: Mapping[str, Any], column: str, per_flow: bool) -> Iterable[tuple[dict, pd.Series]]:
-    """(style, series indexed by time_s) per flow, or per algorithm (mean over its flows)."""
+def _series(
+    flows: pd.DataFrame, ir: Mapping[str, Any], column: str, per_flow: bool, how: str = "mean"
+) -> Iterable[tuple[dict, pd.Series]]:
+    """(style, series indexed by time_s) per flow, or per algorithm (``how``: mean or sum over its flows)."""
     if per_flow:
         styles = _flow_styles(ir)
         for fid, d in flows.groupby("flow_id", sort=True):
             yield styles[int(fid)], d.set_index("time_s")[column]
     else:
         counts = pd.Series([f["cca"] for f in ir["flows"]]).value_counts()
+        word = "total" if how == "sum" else "mean"
         for alg, d in flows.groupby("cca", sort=False):
-            label = f"{alg} (mean of {counts.get(alg, 0)} flows)"
+            label = f"{alg} ({word} of {counts.get(alg, 0)} flows)"
             style = {"color": color_for(str(alg)), "linestyle": "-", "label": label}
-            yield style, d.groupby("time_s")[column].mean()
+            yield style, d.groupby("time_s")[column].agg(how)
 
 
 def _state_spans(times: np.ndarray, states: pd.Series, dt: float) -> list[tuple[str, float, float]]:
@@ -118,8 +124,14 @@ def figure_timeseries(
     *,
     shade_states: Iterable[str] = DEFAULT_SHADE_STATES,
     title: str | None = None,
+    goodput_mean_s: float | None = 0.1,
 ) -> Figure:
-    """Build the stacked time-series figure (a matplotlib ``Figure``, Agg canvas)."""
+    """Build the stacked time-series figure (a matplotlib ``Figure``, Agg canvas).
+
+    ``goodput_mean_s``: goodput is drawn as a trailing mean over this many
+    seconds (in-order delivery is bursty at 10 ms; testbed plots bin 0.1–1 s);
+    ``None`` or anything up to the sample interval draws the samples.
+    """
     shade = set(shade_states)
     per_flow = len(ir["flows"]) <= MAX_FLOW_LINES
     state_flows = []
@@ -127,21 +139,38 @@ def figure_timeseries(
         for fid, d in flows.groupby("flow_id", sort=True):
             if d["state"].isin(shade).any():
                 state_flows.append(int(fid))
-    state_flows = state_flows[:MAX_FLOW_LINES]
+    n_state_flows = len(state_flows)
+    state_flows = state_flows[:MAX_STATE_ROWS]
     n_panels = 5 + (1 if state_flows else 0)
-    ratios = [3, 2, 2, 2, 1.3] + ([0.35 * len(state_flows) + 0.5] if state_flows else [])
+    ratios = [3, 2, 2, 2, 1.3] + ([0.3 * len(state_flows) + 0.4] if state_flows else [])
     fig = Figure(figsize=(11, 2.2 * sum(ratios) / 1.9 + 1), layout="constrained")
     axes = fig.subplots(n_panels, 1, sharex=True, gridspec_kw={"height_ratios": ratios})
     ax_gp, ax_rtt, ax_cwnd, ax_q, ax_drop = axes[:5]
     fig.suptitle(title if title is not None else f"{ir.get('name', 'run')} (seed {ir.get('seed')})")
 
-    for style, s in _series(flows, ir, "goodput_bps", per_flow):
-        ax_gp.plot(s.index, s.to_numpy() / 1e6, lw=1.1, **style)
+    interval_s = ir.get("sample_interval_ns", 0) / 1e9
+    k = int(round(goodput_mean_s / interval_s)) if goodput_mean_s and interval_s > 0 else 1
     cap = link.set_index("time_s")["capacity_bps"] / 1e6 if len(link) else pd.Series(dtype=float)
     if cap.notna().any():
-        ax_gp.plot(cap.index, cap.to_numpy(), color="black", lw=0.8, alpha=0.5, drawstyle="steps-pre", label="capacity")
-    ax_gp.set_ylabel("goodput (Mbps)")
+        drawn = cap.rolling(k, min_periods=1).mean() if k > 1 else cap  # same averaging as goodput
+        ax_gp.plot(drawn.index, drawn.to_numpy(), color="black", lw=0.8, alpha=0.5, drawstyle="steps-pre",
+                   label="capacity", zorder=1)  # fmt: skip
+    for style, s in _series(flows, ir, "goodput_bps", per_flow, how="sum"):
+        if k > 1:
+            s = s.rolling(k, min_periods=1).mean()
+        ax_gp.plot(s.index, s.to_numpy() / 1e6, lw=1.1, **style)
+    ax_gp.set_ylabel(f"goodput (Mbps, {k * interval_s * 1e3:g} ms mean)" if k > 1 else "goodput (Mbps)")
     ax_gp.set_ylim(bottom=0)
+    # In-order delivery is bursty at fine sample intervals (a repaired hole
+    # releases a window at once); keep the axis about the capacity.
+    if cap.notna().any() and len(flows):
+        top = 1.25 * float(drawn.max())
+        ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax_gp.get_lines()]
+        peak = max((float(y[np.isfinite(y)].max()) for y in ys if np.isfinite(y).any()), default=0.0)
+        if peak > top:
+            ax_gp.set_ylim(0, top)
+            ax_gp.text(0.005, 0.97, f"clipped at 1.25 × capacity (peaks to {peak:.0f} Mbps)",
+                       transform=ax_gp.transAxes, fontsize="x-small", va="top", color="0.3")  # fmt: skip
     ax_gp.legend(loc="upper right", fontsize="x-small", ncol=min(4, len(ir["flows"]) + 1), framealpha=0.8)
 
     rtt_col = "rtt_ms" if flows["rtt_ms"].notna().any() else "srtt_ms"
@@ -170,7 +199,7 @@ def figure_timeseries(
         ax_qd.set_ylim(bottom=0)
         h1, l1 = ax_q.get_legend_handles_labels()
         h2, l2 = ax_qd.get_legend_handles_labels()
-        ax_q.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="x-small", ncol=3)
+        ax_q.legend(h1 + h2, l1 + l2, loc="lower right", fontsize="x-small", ncol=3, framealpha=0.85)
         for cause, (color, label) in _DROP_STYLE.items():
             col = f"drops_{cause}"
             if col in link and link[col].fillna(0).any():
@@ -186,6 +215,8 @@ def figure_timeseries(
 
     if state_flows:
         _draw_states(axes[5], flows, ir, state_flows, shade)
+        if n_state_flows > len(state_flows):
+            axes[5].set_ylabel(f"state\n(first {len(state_flows)}\nof {n_state_flows})")
 
     lo, hi = measure_window_ns(ir)
     for ax in axes[:5]:

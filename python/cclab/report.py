@@ -53,11 +53,14 @@ window.addEventListener('load', function () {
 """
 
 
-def write_report(target: str | Path, out: str | Path | None = None) -> Path:
-    """Write the report of a run or sweep directory; returns the HTML file."""
+def write_report(target: str | Path, out: str | Path | None = None, figures_dir: str | Path | None = None) -> Path:
+    """Write the report of a run or sweep directory; returns the HTML file.
+
+    With `figures_dir`, the figures are also kept there as PNG and SVG files.
+    """
     t = Target(target)
     out = Path(out) if out is not None else t.path / "report.html"
-    body = _sweep_body(t) if t.kind == "sweep" else _run_body(t)
+    body = _sweep_body(t, figures_dir) if t.kind == "sweep" else _run_body(t, figures_dir)
     title = body.pop(0)
     page = (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -76,7 +79,7 @@ def write_report(target: str | Path, out: str | Path | None = None) -> Path:
 # ---------------------------------------------------------------- sweep
 
 
-def _sweep_body(t: Target) -> list[str]:
+def _sweep_body(t: Target, figures_dir: str | Path | None) -> list[str]:
     from cclab.store import group_over_trials, headline_metrics, metric_columns
 
     st = t.sweep_toml
@@ -90,7 +93,8 @@ def _sweep_body(t: Target) -> list[str]:
     if st.get("description"):
         parts.append(f"<p>{_e(st['description'])}</p>")
     parts.append(
-        f"<p class=\"sub\">{len(points)} points × trials, {n_runs} runs; {df['run_id'].nunique()} complete, "
+        f"<p class=\"sub\">{len(points)} points (trials included), {n_runs} distinct runs; "
+        f"{df['run_id'].nunique()} complete, "
         f"{len(failures)} failed. Axes: {', '.join(_e(a) for a in t.axes) or 'none'}.</p>"
     )
     engine = _engine_of(t)
@@ -117,7 +121,7 @@ def _sweep_body(t: Target) -> list[str]:
         parts.append(f"<h2>Failed runs</h2><table><tr><th class=l>run</th><th class=l>point</th>"
                      f"<th class=l>error</th></tr>{rows}</table>")
     parts.append("<h2>Figures</h2>")
-    parts += _figures(t, figures.default_specs(t))
+    parts += _figures(t, figures.default_specs(t), figures_dir)
     return parts
 
 
@@ -134,7 +138,7 @@ def _grouped_table(g: pd.DataFrame, axes: list[str], metrics: list[str]) -> str:
             scale = scales[m][1]
             v = _fmt(r[m] * scale if _finite(r[m]) else r[m])
             ci = r.get(f"{m}.ci95")
-            if _finite(ci):
+            if _finite(ci) and abs(ci) > 1e-9 * max(1.0, abs(r[m]) if _finite(r[m]) else 1.0):
                 v += f" ± {_fmt(ci * scale)}"
             cells += f"<td>{v}</td>"
         rows.append(f"<tr>{cells}</tr>")
@@ -144,7 +148,7 @@ def _grouped_table(g: pd.DataFrame, axes: list[str], metrics: list[str]) -> str:
 # ---------------------------------------------------------------- run
 
 
-def _run_body(t: Target) -> list[str]:
+def _run_body(t: Target, figures_dir: str | Path | None) -> list[str]:
     run = t.run()
     meta, summ = run.meta, run.summary
     parts = [f"Run report: {run.name}", f"<h1>Run: {_e(run.name)}</h1>"]
@@ -167,7 +171,7 @@ def _run_body(t: Target) -> list[str]:
     if summ.get("per_flow"):
         parts.append(_records_table("per flow", summ["per_flow"]))
     parts.append("<h2>Figures</h2>")
-    parts += _figures(t, figures.default_specs(t))
+    parts += _figures(t, figures.default_specs(t), figures_dir)
     parts.append("<details><summary>Resolved scenario (IR)</summary><pre>"
                  + _e(json.dumps(_short_ir(run.ir), indent=1)) + "</pre></details>")
     return parts
@@ -206,10 +210,10 @@ def _records_table(title: str, rows: list[dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- figures
 
 
-def _figures(t: Target, specs: list[dict[str, Any]]) -> list[str]:
+def _figures(t: Target, specs: list[dict[str, Any]], keep_in: str | Path | None = None) -> list[str]:
     out = []
     with tempfile.TemporaryDirectory(prefix="cclab-report-") as tmp:
-        for spec, name, result in figures.render(t, specs, Path(tmp)):
+        for spec, name, result in figures.render(t, specs, Path(keep_in) if keep_in else Path(tmp)):
             kind = figures.REGISTRY.get(spec["kind"])
             caption = spec.get("caption") or (kind.doc if kind else spec["kind"])
             if isinstance(result, Exception):

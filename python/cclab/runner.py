@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cclab.store import SweepStore, run_id
-from cclab.sweep import Point, Sweep, SweepError, describe, expand, validate
+from cclab.sweep import Point, Sweep, validate
 
 #: the Dask worker resource a kernel run holds for its whole duration.
 KERNEL_RESOURCE = "kernel_host"
@@ -61,13 +61,8 @@ class SweepOutcome:
 
 def plan(sweep: Sweep, backend: str = "sim") -> list[Task]:
     """Expand, validate and resolve every point; group points by run id."""
-    from cclab.resolve import resolve
-    from cclab.scenario import scenario_from_dict
-
-    validate(sweep)
     tasks: dict[str, Task] = {}
-    for p in expand(sweep):
-        ir = resolve(scenario_from_dict(p.scenario, sweep.base_dir))
+    for p, ir in validate(sweep):
         rid = run_id(ir, backend)
         if rid in tasks:
             tasks[rid].points.append(p)
@@ -79,7 +74,8 @@ def plan(sweep: Sweep, backend: str = "sim") -> list[Task]:
 def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str) -> dict[str, Any]:
     """Worker entry point: build the scenario and write its record to `run_dir`.
 
-    Never raises: returns {"ok": bool, "error": str | None, "wall_s": float}.
+    Returns {"ok": bool, "error": str | None, "wall_s": float}; an exception
+    of the run becomes `ok=False` with its text (only Ctrl-C and exits propagate).
     """
     t0 = time.monotonic()
     try:
@@ -88,7 +84,7 @@ def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: 
 
         run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend)
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
-    except BaseException as e:  # noqa: BLE001 — a run's failure is data, not a crash
+    except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep
         tb = traceback.format_exc(limit=8)
         return {"ok": False, "error": f"{type(e).__name__}: {e}\n{tb}", "wall_s": time.monotonic() - t0}
 
@@ -106,7 +102,7 @@ def run_sweep(
     t0 = time.monotonic()
     store = SweepStore(out_dir)
     tasks = plan(sweep, backend)
-    store.init(sweep.text if sweep.text is not None else None)
+    store.init(sweep.text if sweep.text is not None else sweep.to_toml())
     store.clean_partials()
     store.write_points(
         [
@@ -275,4 +271,4 @@ class _Progress:
             self._bar.stop()
 
 
-__all__ = ["run_sweep", "plan", "execute_run", "SweepOutcome", "SweepError", "KERNEL_RESOURCE", "describe"]
+__all__ = ["run_sweep", "plan", "execute_run", "dask_submit_options", "SweepOutcome", "KERNEL_RESOURCE"]

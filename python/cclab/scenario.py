@@ -340,6 +340,9 @@ class Cca(_Model):
 
     TOML: ``cca = { name = "bbr", cwnd_gain = 1.5 }``. Python:
     ``Cca(name="bbr", params={"cwnd_gain": 1.5})`` or ``Cca(name="bbr", cwnd_gain=1.5)``.
+    Parameters are numbers (the IR carries them as floats); ``true``/``false``
+    are accepted for switches and stored as 1.0/0.0. Names are checked against
+    the engine's list for the algorithm.
     """
 
     _where: ClassVar[str] = "flows[?].cca"
@@ -367,9 +370,9 @@ class Cca(_Model):
             if key not in ("name", "params"):
                 params[key] = value
         for key, number in params.items():
-            if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            if not isinstance(number, (int, float)) or not math.isfinite(number):
                 raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
-                                    "algorithm parameters are finite numbers (e.g. cwnd_gain = 1.5)")
+                                    "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
         return {"name": data["name"], "params": {str(key): float(number) for key, number in params.items()}}
 
     @field_validator("name", mode="before")

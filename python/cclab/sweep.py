@@ -36,7 +36,10 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-import tomllib
+try:  # Python ≥ 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover — Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,10 +117,35 @@ class Sweep:
             figures=self.figures,
             quick={},
             source=self.source,
-            text=self.text,
         )
         _check_shape(out, self.source)
+        out.text = f"# the [quick] variant of {self.source or 'a sweep'}\n" + out.to_toml()
         return out
+
+    def to_toml(self) -> str:
+        """The sweep as a sweep file (inline base); loading it gives the same points."""
+        import tomli_w
+
+        doc: dict[str, Any] = {k: v for k, v in (("name", self.name), ("description", self.description)) if v}
+        doc["trials"] = self.trials
+        doc["base"] = _drop_none(self.base)
+        if self.axes:
+            doc["axes"] = self.axes
+        if self.zip:
+            doc["zip"] = self.zip
+        if self.figures:
+            doc["figures"] = self.figures
+        if self.quick:
+            doc["quick"] = self.quick
+        return tomli_w.dumps(doc)
+
+
+def _drop_none(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _drop_none(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [_drop_none(x) for x in v]
+    return v
 
 
 # ---------------------------------------------------------------- paths
@@ -303,17 +331,23 @@ def apply_params(base: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def validate(sweep: Sweep) -> None:
-    """Check every axis value, then every point, against the scenario schema.
+def validate(sweep: Sweep) -> list[tuple[Point, dict[str, Any]]]:
+    """Check every axis value, then every point; return (point, resolved IR) pairs.
 
     Each axis value is first tried alone on the base scenario so that a bad
-    value is reported with the axis that produced it; then every combination
-    is checked (some values are only wrong together, e.g. rtt < 2·delay).
+    value is reported with the axis that produced it; then every point is
+    validated and resolved (some values are only wrong together, e.g. an RTT
+    below twice the link delay), and an error names the point.
     """
     from cclab.errors import ScenarioError
+    from cclab.resolve import resolve
     from cclab.scenario import scenario_from_dict
 
     where = f"{sweep.source}: " if sweep.source else ""
+    try:
+        points = expand(sweep)
+    except SweepError as e:
+        raise SweepError(f"{where}{e}") from None
     for name, values in [*sweep.axes.items(), *sweep.zip.items()]:
         for value in values:
             try:
@@ -322,16 +356,13 @@ def validate(sweep: Sweep) -> None:
                 if len(sweep.zip) > 1 and name in sweep.zip:
                     break  # zipped values may only be valid together: checked below
                 raise SweepError(f"{where}axis \"{name}\" = {value!r}: {e}") from None
-    seen = set()
-    for p in expand(sweep):
-        key = repr(p.params)
-        if key in seen:
-            continue
-        seen.add(key)
+    out = []
+    for p in points:
         try:
-            scenario_from_dict(p.scenario, sweep.base_dir)
+            out.append((p, resolve(scenario_from_dict(p.scenario, sweep.base_dir))))
         except ScenarioError as e:
             raise SweepError(f"{where}point {describe(p.params)}: {e}") from None
+    return out
 
 
 def describe(params: dict[str, Any]) -> str:

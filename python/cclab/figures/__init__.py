@@ -9,6 +9,7 @@ Kinds:
 | kind | scope | what |
 |---|---|---|
 | `line` | sweep | a metric against one axis, median line with the interquartile band over trials or over samples (`bbr.share` uses `share_p25/p75`) |
+| `box` | sweep | box plots of a metric over trials at each value of one axis |
 | `heatmap` | sweep | a metric over two axes; with `gain = {over, a, b}` the goodput gain of A over B on a diverging scale |
 | `loss` | sweep | throughput against random loss, log x (the BBR paper's figure) |
 | `series` | sweep | one time-series column of every point's run, overlaid |
@@ -24,8 +25,10 @@ come from `cclab.plot.color_for`, the same in every figure.
 
 from __future__ import annotations
 
-import json
-import tomllib
+try:  # Python ≥ 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover — Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -214,10 +217,6 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
 
         print(f"skipped figure {e}", file=sys.stderr)
     return written
-
-
-def spec_json(spec: dict[str, Any]) -> str:
-    return json.dumps(spec, sort_keys=True, default=str)
 
 
 # register the kinds

@@ -20,7 +20,7 @@ _FIELD_NAMES = {
     "rtt": "RTT",
     "delay": "delay",
     "loss": "random loss",
-    "count": "flows",
+    "count": "count",
     "start": "start",
     "stagger": "stagger",
     "duration": "duration",
@@ -52,7 +52,7 @@ def field_label(name: str) -> str:
     base = _FIELD_NAMES.get(leaf, leaf)
     prefix = name[: -len(leaf)].rstrip(".")
     if prefix.startswith("flows["):
-        return f"{base} of {prefix}" if leaf not in ("cca", "count") else f"{base} ({prefix})"
+        return f"{prefix} {base}"  # "flows[0] RTT", "flows[1] start"
     return base
 
 

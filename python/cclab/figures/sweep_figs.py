@@ -77,11 +77,11 @@ def _groups(df: pd.DataFrame, axes: list[str]):
     keys = df[axes].map(display).astype(str).agg(", ".join, axis=1) if len(axes) > 1 else df[axes[0]].map(display)
     for key in dict.fromkeys(keys):
         sub = df[keys == key]
-        label = ", ".join(_param_label(a, sub[a].iloc[0]) for a in axes)
+        label = ", ".join(param_label(a, sub[a].iloc[0]) for a in axes)
         yield label, sub
 
 
-def _param_label(axis: str, value: Any) -> str:
+def param_label(axis: str, value: Any) -> str:
     """`rate=40Mbps`; an algorithm axis is labelled by the algorithm alone."""
     if axis.endswith(".cca") or axis == "cca":
         return display(value)
@@ -97,9 +97,9 @@ def _style(i: int, cca: str | None, n: int) -> dict[str, Any]:
     import matplotlib
 
     if cca is not None:
-        return {"color": color_for(cca), "linestyle": ["-", "--", ":", "-."][i % 4]}
+        return {"color": color_for(cca), "linestyle": ["-", "--", ":", "-."][i % 4], "marker": "osD^v<>p"[i % 8]}
     cmap = matplotlib.colormaps["viridis"]
-    return {"color": cmap(0.9 * i / max(1, n - 1)), "linestyle": "-"}
+    return {"color": cmap(0.9 * i / max(1, n - 1)), "linestyle": "-", "marker": "o"}
 
 
 def _new_figure(panels: int = 1, width: float = 6.4, height: float = 4.2, sharey: bool = True):
@@ -150,13 +150,18 @@ def line(
     for ax, (flabel, fdf) in zip(axs, facets):
         groups = list(_groups(fdf, hue_axes))
         n = len(groups) * len(ycols)
+        cca_hue = next((a for a in hue_axes if a.endswith(".cca")), None)
+        rest = [a for a in hue_axes if a != cca_hue]
+        rest_keys = list(dict.fromkeys(fdf[rest].astype(str).agg("|".join, axis=1))) if rest else [""]
         for i, (glabel, gdf) in enumerate(groups):
+            if cca_hue:  # colour = algorithm, line style = the other hue axes
+                i = rest_keys.index("|".join(gdf[rest].astype(str).iloc[0])) if rest else 0
             for col in ycols:
                 owner = col.rpartition(".")[0]
                 cca = owner if len(ycols) > 1 and owner not in ("agg", "") else None
-                if cca is None and len(hue_axes) == 1 and hue_axes[0].endswith(".cca"):
-                    cca = str(gdf[hue_axes[0]].iloc[0])
-                label = ", ".join(s for s in (owner if len(ycols) > 1 else "", glabel) if s) or None
+                if cca is None and cca_hue:
+                    cca = str(gdf[cca_hue].iloc[0])
+                label = ", ".join(s for s in (_owner_label(gdf, owner) if len(ycols) > 1 else "", glabel) if s) or None
                 kind = _draw_band_line(ax, xa, gdf, col, scale, band, label, _style(i, cca, len(groups)))
                 used_band.add(kind)
         ax.set_xlabel(xa.label)
@@ -166,13 +171,27 @@ def line(
         if logy:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        if n > 1:
+        if 1 < n <= 8:
             ax.legend(fontsize="small")
+    if sum(len(ax.get_lines()) for ax in axs[:1]) > 8:  # many lines: one legend beside the panels
+        handles, labels = axs[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right upper", fontsize="x-small",
+                   ncols=1 + len(labels) // 24)
+        fig.set_size_inches(fig.get_size_inches()[0] + 2.5 * (1 + len(labels) // 24),
+                            max(fig.get_size_inches()[1], 0.17 * min(len(labels), 24) + 1))
     axs[0].set_ylabel(ylabel)
     note = {"samples": "band: 25th–75th percentile over samples", "trials": "band: interquartile range over trials"}
     sub = "; ".join(note[k] for k in sorted(used_band) if k in note)
     fig.suptitle(title or f"{ylabel} vs {xa.label}" + (f"\n{sub}" if sub else ""), fontsize="medium")
     return fig
+
+
+def _owner_label(df: pd.DataFrame, owner: str) -> str:
+    """`bbr`, or for a flow column `flow 1 (bbr, 50 ms)` from the flow's own summary."""
+    if not owner.startswith("flow") or f"{owner}.cca" not in df:
+        return owner
+    cca, rtt = df[f"{owner}.cca"].iloc[0], df.get(f"{owner}.rtt_ms", pd.Series([None])).iloc[0]
+    return f"flow {owner[4:]} ({cca}" + (f", {rtt:g} ms)" if isinstance(rtt, (int, float)) else ")")
 
 
 def _draw_band_line(ax, xa: AxisValues, df: pd.DataFrame, col: str, scale: float, band: str, label, style) -> str:
@@ -197,7 +216,7 @@ def _draw_band_line(ax, xa: AxisValues, df: pd.DataFrame, col: str, scale: float
         return "none"
     rows.sort()
     xs, lo, mid, hi = map(np.asarray, zip(*rows))
-    ax.plot(xs, mid, marker="o", markersize=3.5, label=label, **style)
+    ax.plot(xs, mid, markersize=3.5, label=label, **style)
     if not np.all(np.isnan(lo)):
         ax.fill_between(xs, lo, hi, color=style["color"], alpha=0.2, linewidth=0)
         return mode
@@ -219,6 +238,49 @@ def _first_numeric_axis(target: Target) -> str:
     if target.axes:
         return target.axes[0]
     raise FigureError("this sweep has no axes to plot against")
+
+
+# ---------------------------------------------------------------- box plots over trials
+
+
+@register("box", "sweep", "box plots of a metric over trials at each value of one axis (Flent's repetition plots)")
+def box(target: Target, y: str = "agg.goodput_bps", x: str | None = None, hue: str | None = None,
+        title: str | None = None) -> Figure:
+    df = target.results
+    xa = _axis(target, x or _first_numeric_axis(target), "x")
+    (col,) = _columns(df, y)[:1]
+    hue = hue if hue is not None else next((a for a in target.axes if a != xa.name and a.endswith(".cca")), None)
+    hues = list(_groups(df, [hue] if hue else []))
+    label, scale = metric_label(col)
+    fig, (ax,) = _new_figure(1, width=max(6.4, 0.5 * len(xa.labels) * len(hues) + 2))
+    width = 0.8 / len(hues)
+    for j, (hlabel, hdf) in enumerate(hues):
+        cca = str(hdf[hue].iloc[0]) if hue and hue.endswith(".cca") else None
+        style = _style(j, cca, len(hues))
+        data, pos = [], []
+        for i, xv in enumerate(xa.labels):
+            vals = pd.to_numeric(hdf.loc[hdf[xa.name].map(display) == xv, col], errors="coerce").dropna()
+            if len(vals):
+                data.append(vals.to_numpy() * scale)
+                pos.append(i + (j - (len(hues) - 1) / 2) * width)
+        if not data:
+            continue
+        bp = ax.boxplot(data, positions=pos, widths=width * 0.85, patch_artist=True, manage_ticks=False)
+        for patch in bp["boxes"]:
+            patch.set(facecolor=style["color"], alpha=0.45, edgecolor=style["color"])
+        for part in ("whiskers", "caps", "medians"):
+            for artist in bp[part]:
+                artist.set(color=style["color"])
+        if hlabel:
+            ax.plot([], [], color=style["color"], linewidth=6, alpha=0.45, label=hlabel)
+    ax.set_xticks(range(len(xa.labels)), xa.labels)
+    ax.set_xlabel(xa.label.split(" (")[0])
+    ax.set_ylabel(label)
+    ax.grid(True, axis="y", alpha=0.3)
+    if len(hues) > 1:
+        ax.legend(fontsize="small")
+    fig.suptitle(title or f"{label} over trials", fontsize="medium")
+    return fig
 
 
 # ---------------------------------------------------------------- heatmap
@@ -287,8 +349,12 @@ def heatmap(
         if annotate and grid.size <= 100:
             for (r, c), v in np.ndenumerate(grid):
                 if np.isfinite(v):
+                    if gain:
+                        dark = abs(v) > 0.6 * lim
+                    else:
+                        dark = vmax is not None and v <= (vmin + vmax) / 2
                     ax.text(c, r, f"{v:.0f}" if abs(v) >= 10 else f"{v:.2g}", ha="center", va="center", fontsize=6.5,
-                            color="black" if gain or (vmax is None or v > (vmin + vmax) / 2) else "white")
+                            color="white" if dark else "black")
     fig.colorbar(im, ax=list(axs), label=clabel, shrink=0.9)
     fig.suptitle(title or clabel, fontsize="medium")
     return fig
@@ -360,9 +426,9 @@ def series(target: Target, column: str = "queue_bytes", table: str = "link", tri
             xs, ys = s.index.to_numpy(), s.to_numpy()
         else:
             xs, ys = t["time_s"].to_numpy(), t[column].to_numpy()
-        lab = ", ".join(_param_label(k, v) for k, v in params.items()) or None
+        lab = ", ".join(param_label(k, v) for k, v in params.items()) or None
         cca = str(params[cca_axis]) if cca_axis else None
-        ax.plot(xs, ys * scale, linewidth=1.0, label=lab, **_style(i, cca, len(runs)))
+        ax.plot(xs, ys * scale, linewidth=1.0, label=lab, **{**_style(i, cca, len(runs)), "marker": None})
     ax.set_xlabel("time (s)")
     ax.set_ylabel(label)
     ax.grid(True, alpha=0.3)
@@ -382,9 +448,12 @@ def auto_specs(target: Target) -> list[dict[str, Any]]:
     specs: list[dict[str, Any]] = []
     algs = sorted({c.rpartition(".")[0] for c in df.columns if c.endswith(".share") and not c.startswith("flow")})
     cca_axis = _cca_axis(target)
+    def n_groups(others: list[str]) -> int:
+        return len(df[others].astype(str).drop_duplicates()) if others else 1
+
     for a in axes:
-        if a.endswith(".cca"):
-            continue
+        if a.endswith(".cca") or n_groups([b for b in axes if b != a]) > 12:
+            continue  # too many lines for one panel: the heatmap below shows these
         if a.endswith("loss"):
             specs.append({"kind": "loss", "x": a})
             continue

@@ -9,10 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from cclab.figures import FigureError, Target, register
+from cclab.figures.sweep_figs import param_label
 from cclab.metrics import in_window, jain_series, share_series
 from cclab.plot import color_for
-
-from cclab.figures.sweep_figs import _param_label  # noqa: E402
 
 
 def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -> tuple[float, float, np.ndarray]:
@@ -84,7 +83,7 @@ def jain(target: Target, smooth_s: float | None = 1.0, trial: int = 0, title: st
     for i, (params, run_dir) in enumerate(runs):
         run = read_run(run_dir)
         s = _smooth(jain_series(run.flows), smooth_s)
-        lab = ", ".join(_param_label(k, v) for k, v in params.items()) or run.name
+        lab = ", ".join(param_label(k, v) for k, v in params.items()) or run.name
         color = cmap(0.9 * i / max(1, len(runs) - 1)) if len(runs) > 1 else "k"
         ax.plot(s.index, s.to_numpy(), color=color, linewidth=1.1, label=lab)
         n_active = run.flows.loc[run.flows["active"].astype(bool)].groupby("time_s")["flow_id"].nunique()
