@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 import typer
-from conftest import has_simulate
+from helpers import has_simulate
 from typer.testing import CliRunner
 
 from cclab import _native

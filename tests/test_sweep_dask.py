@@ -52,7 +52,7 @@ REAL = {
 }
 
 
-@pytest.mark.skipif(not __import__("conftest").has_simulate(), reason="cclab._native has no simulate() yet")
+@pytest.mark.skipif(not __import__("helpers").has_simulate(), reason="cclab._native has no simulate() yet")
 def test_dask_path_on_the_real_engine_gives_the_local_records(tmp_path):
     sw = sweep_from_dict({"base": REAL, "axes": {"link.buffer": ["0.5bdp", "2bdp"]}}, ".")
     run_sweep(sw, tmp_path / "local", jobs=1, progress=False)

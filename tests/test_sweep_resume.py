@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import needs_engine
+from helpers import needs_engine
 
 from cclab.record import is_complete
 
