@@ -361,6 +361,24 @@ pub fn tcp_slow_start(conn: &mut Conn, acked: u32) -> u32 {
     left
 }
 
+/// Linux `tcp_reno_cong_avoid()` (net/ipv4/tcp_cong.c): slow start below
+/// ssthresh, then +1 packet per cwnd ACKed; nothing when not cwnd-limited.
+/// Reno uses it as is; Vegas falls back to it.
+pub fn tcp_reno_cong_avoid(conn: &mut Conn, cwnd_cnt: &mut u32, acked: u32) {
+    if !conn.is_cwnd_limited {
+        return;
+    }
+    let mut acked = acked;
+    if conn.in_slow_start() {
+        acked = tcp_slow_start(conn, acked);
+        if acked == 0 {
+            return;
+        }
+    }
+    let w = conn.cwnd;
+    tcp_cong_avoid_ai(conn, cwnd_cnt, w, acked);
+}
+
 /// Linux `tcp_cong_avoid_ai()` (net/ipv4/tcp_cong.c): +1 packet per `w`
 /// packets acked; `cwnd_cnt` is the module's accumulator.
 pub fn tcp_cong_avoid_ai(conn: &mut Conn, cwnd_cnt: &mut u32, w: u32, acked: u32) {

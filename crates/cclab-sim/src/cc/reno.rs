@@ -2,7 +2,7 @@
 //! (net/ipv4/tcp_cong.c). Recovery itself (NewReno partial-ACK handling,
 //! SACK, PRR) lives in the sender; this module only sets the window.
 
-use super::{tcp_cong_avoid_ai, CaState, tcp_slow_start, CongestionOps, Conn, CcError, Params, Snapshot};
+use super::{tcp_reno_cong_avoid, CaState, CongestionOps, Conn, CcError, Params, Snapshot};
 
 #[derive(Clone, Debug, Default)]
 pub struct Reno {
@@ -45,18 +45,7 @@ impl CongestionOps for Reno {
     }
     /// `tcp_reno_cong_avoid`: slow start below ssthresh, then +1 per cwnd ACKed.
     fn cong_avoid(&mut self, conn: &mut Conn, acked: u32) {
-        if !conn.is_cwnd_limited {
-            return;
-        }
-        let mut acked = acked;
-        if conn.in_slow_start() {
-            acked = tcp_slow_start(conn, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = conn.cwnd;
-        tcp_cong_avoid_ai(conn, &mut self.cwnd_cnt, w, acked);
+        tcp_reno_cong_avoid(conn, &mut self.cwnd_cnt, acked);
     }
     fn snapshot(&self, conn: &Conn) -> Snapshot {
         Snapshot { state: loss_based_state(conn), ..Default::default() }

@@ -13,7 +13,7 @@
 //! `delivered − sacked_out > mark`.
 
 use super::{
-    tcp_cong_avoid_ai, tcp_slow_start, AckSample, CaState, CcError, CongestionOps, Conn, CwndEvent,
+    tcp_slow_start, AckSample, CaState, CcError, CongestionOps, Conn, CwndEvent,
     Params, Snapshot,
 };
 
@@ -111,18 +111,7 @@ impl Vegas {
 
     /// `tcp_reno_cong_avoid`.
     fn reno_cong_avoid(&mut self, conn: &mut Conn, acked: u32) {
-        if !conn.is_cwnd_limited {
-            return;
-        }
-        let mut acked = acked;
-        if conn.in_slow_start() {
-            acked = tcp_slow_start(conn, acked);
-            if acked == 0 {
-                return;
-            }
-        }
-        let w = conn.cwnd;
-        tcp_cong_avoid_ai(conn, &mut self.cwnd_cnt, w, acked);
+        super::tcp_reno_cong_avoid(conn, &mut self.cwnd_cnt, acked);
     }
 
     /// `tcp_current_ssthresh` (include/net/tcp.h).
