@@ -15,7 +15,7 @@ import pytest
 from cclab import figures
 from cclab.figures import FigureError, Target, draw, render, render_all
 from cclab.figures.axes import axis_values
-from cclab.figures.time_figs import dominant_period
+from cclab.metrics import dominant_period
 from cclab.metrics import goodput_gain
 from cclab.plot import color_for
 

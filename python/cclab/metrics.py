@@ -506,3 +506,52 @@ def json_safe(obj: Any) -> Any:
         f = float(obj)
         return f if math.isfinite(f) else None
     return obj
+
+
+# ---- cycles -------------------------------------------------------------------
+
+
+def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -> tuple[float, float, np.ndarray]:
+    """Dominant period of a regularly sampled series, from its autocorrelation.
+
+    The series is detrended (mean removed); its autocorrelation r(k) is
+    computed by FFT (zero-padded, so not circular), each lag averaged over
+    its n − k pairs (unbiased, so peaks do not drift to shorter lags) and
+    normalised to r(0)=1.
+    The period is the lag of the peak of the first positive lobe of r after r
+    first drops below zero (a cycle passes through anti-correlation before it
+    repeats; later lobes are its multiples), among lags up to half the series
+    and not shorter than `min_period`. Returns (period in seconds, r at that lag —
+    the cycle's strength, 1 for a perfect cycle — and r itself); the period
+    is NaN when r has no such lobe (no cycle, or cycles longer than half the series).
+    """
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    n = x.size
+    if n < 8:
+        return math.nan, math.nan, np.array([])
+    x = x - x.mean()
+    if not np.any(x):
+        return math.nan, math.nan, np.zeros(n // 2)
+    f = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(f * np.conj(f))[: n // 2]
+    acf = acf / (n - np.arange(acf.size))  # unbiased: each lag's mean over its n − k pairs
+    acf = acf / acf[0]
+    # positive lobes of r after its first negative stretch (and after min_period)
+    pos = acf > 0
+    first_neg = np.flatnonzero(~pos)
+    if first_neg.size == 0:
+        return math.nan, math.nan, acf
+    i = max(int(first_neg[0]), int(math.ceil((min_period or 0) / dt)))
+    while i < acf.size:
+        ups = np.flatnonzero(pos[i:])
+        if ups.size == 0:
+            break
+        u = i + int(ups[0])
+        downs = np.flatnonzero(~pos[u:])
+        d = u + int(downs[0]) if downs.size else acf.size
+        k = u + int(np.argmax(acf[u:d]))
+        if d - u >= 3 and k < acf.size - 1:  # a real lobe (not noise at a crossing) with its peak inside
+            return k * dt, float(acf[k]), acf
+        i = d
+    return math.nan, math.nan, acf
