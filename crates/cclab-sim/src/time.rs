@@ -116,7 +116,11 @@ impl Bandwidth {
         if d.0 == 0 {
             return Bandwidth(0);
         }
-        Bandwidth((bytes as u128 * 8 * NS_PER_S as u128 / d.0 as u128) as u64)
+        // 64-bit fast path (bytes < 2.3 GB); same result as the 128-bit form.
+        match bytes.checked_mul(8 * NS_PER_S) {
+            Some(bits_ns) => Bandwidth(bits_ns / d.0),
+            None => Bandwidth((bytes as u128 * 8 * NS_PER_S as u128 / d.0 as u128) as u64),
+        }
     }
 }
 
@@ -130,6 +134,14 @@ mod tests {
         assert_eq!(Bandwidth(100_000_000).tx_time(1500), Dur(120_000));
         // 1500 bytes at 3 bit/s does not divide: round up.
         assert_eq!(Bandwidth(3).tx_time(1), Dur(2_666_666_667));
+    }
+
+    #[test]
+    fn from_bytes_per_fast_path_matches_wide_arithmetic() {
+        for (b, d) in [(1u64, 1u64), (1448, 120_000), (2_000_000_000, 7), (u64::MAX / 16, 3), (123_456_789, 987_654_321)] {
+            let wide = (b as u128 * 8 * NS_PER_S as u128 / d as u128) as u64;
+            assert_eq!(Bandwidth::from_bytes_per(b, Dur(d)).0, wide, "{b} B in {d} ns");
+        }
     }
 
     #[test]
