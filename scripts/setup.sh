@@ -48,4 +48,7 @@ extra=""
 [ $want_test -eq 1 ] && extra="[test]"
 say "pip install -e .$extra (compiles the Rust simulator; first build takes a few minutes)"
 python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".$extra"
+# 4. The kernel backend's link emulator (a separate Rust binary, found in target/release).
+say "cargo build --release -p cclab-link (the kernel backend's link emulator)"
+cargo build --release --locked -q -p cclab-link
 say "done: $(cclab version 2>/dev/null || echo 'cclab installed')"

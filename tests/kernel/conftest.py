@@ -2,8 +2,9 @@
 
 Root/TUN tests skip with a reason where root or /dev/net/tun is missing. The
 cclab-link binary is built once per session if none is found
-(``cargo build --release -p cclab-link`` into $CARGO_TARGET_DIR or
-/tmp/target-link). Every test that creates namespaces goes through
+(``cargo build --release -p cclab-link``, into the repository's target/;
+scripts/setup.sh already builds it). The emulator's Rust unit tests run in
+scripts/test.sh's ``cargo test``. Every test that creates namespaces goes through
 ``cclab.kernel.backend`` (which removes them in a ``finally``) and the
 ``no_leftovers`` fixture asserts nothing with the cclab prefix remains.
 """

@@ -40,13 +40,10 @@ def _build_binary() -> str | None:
     cargo = shutil.which("cargo")
     if not cargo:
         return None
-    env = dict(os.environ)
-    env.setdefault("CARGO_TARGET_DIR", "/tmp/target-link")
-    r = subprocess.run([cargo, "build", "--release", "-p", "cclab-link"], cwd=REPO, env=env, capture_output=True, text=True)
+    r = subprocess.run([cargo, "build", "--release", "-p", "cclab-link"], cwd=REPO, capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail("cargo build -p cclab-link failed:\n" + r.stderr[-2000:])
-    os.environ["CCLAB_LINK"] = os.path.join(env["CARGO_TARGET_DIR"], "release", "cclab-link")
-    return os.environ["CCLAB_LINK"]
+    return machine.link_binary()
 
 
 def cclab_namespaces() -> list[str]:

@@ -330,7 +330,7 @@ fn direction_loop(
     Ok(DirReport {
         lateness: out.lateness,
         counters: model.counters.clone(),
-        queued_packets: model.queue_packets(),
+        queued_packets: model.held_packets(),
         in_delay_lines: model.in_flight_packets(),
         write_errors: out.write_errors,
         written_bytes: out.written_bytes,

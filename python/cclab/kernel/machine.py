@@ -69,8 +69,9 @@ def max_rate_bps(packet_bytes: int) -> int:
 
 def link_binary() -> str | None:
     """The cclab-link executable: $CCLAB_LINK if set; else the newest of the
-    workspace's release builds ($CARGO_TARGET_DIR, target/, /tmp/target-link)
-    — a stale build must not shadow a fresh one — else $PATH."""
+    workspace's release builds ($CARGO_TARGET_DIR, then the repository's
+    target/) — a stale build must not shadow a fresh one — else $PATH.
+    `bash scripts/setup.sh` builds it."""
     env = os.environ.get("CCLAB_LINK")
     if env:
         return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
@@ -78,7 +79,7 @@ def link_binary() -> str | None:
     target = os.environ.get("CARGO_TARGET_DIR")
     if target:
         candidates.append(os.path.join(target, "release", "cclab-link"))
-    candidates += [str(_REPO / "target" / "release" / "cclab-link"), "/tmp/target-link/release/cclab-link"]
+    candidates.append(str(_REPO / "target" / "release" / "cclab-link"))
     found = [c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)]
     if found:
         return max(found, key=lambda c: os.stat(c).st_mtime)

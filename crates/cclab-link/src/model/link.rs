@@ -1,10 +1,10 @@
 //! The link model: access delays, loss, drop-tail queue, serialization,
 //! propagation, and the ACK path.
 //!
-//! Queue convention (documented in docs/kernel.md): a packet is *in the
-//! queue* from its arrival at the bottleneck until the last bit of it has
-//! been serialized; the packet being serialized counts, both for the
-//! drop-tail limit and for `queue_bytes`/`queue_packets`. Its sojourn time
+//! Queue convention (docs/ir.md, docs/kernel.md; the simulator's): a packet
+//! is *in the queue* from its arrival at the bottleneck until its
+//! serialization starts; the packet being serialized no longer counts, for
+//! the drop-tail limit or for `queue_bytes`/`queue_packets`. Its sojourn time
 //! (`sojourn_sum_ns`) is the time it waited before its serialization began
 //! (for a trace link: until its first delivery opportunity), so an empty
 //! queue reads 0 delay. Byte convention: every byte count is the IP
@@ -197,6 +197,10 @@ impl<P> LinkModel<P> {
         self.queue_packets
     }
     /// Packets inside the model that are not at the bottleneck queue (access and propagation lines, ACK path).
+    /// Packets waiting or being serialized (for conservation checks).
+    pub fn held_packets(&self) -> u64 {
+        self.queue_packets + self.in_service.is_some() as u64
+    }
     pub fn in_flight_packets(&self) -> u64 {
         (self.access.len() + self.prop.len() + self.acks.len()) as u64
     }
@@ -393,14 +397,17 @@ impl<P> LinkModel<P> {
                 (first.unwrap_or(t), last)
             }
         };
+        // The packet being serialized has left the queue: the drop-tail limit
+        // and queue_bytes/packets count waiting packets only, as the
+        // simulator, ns-3, Mahimahi and Linux's bfifo/tbf do (docs/ir.md).
+        self.queue_bytes -= q.len as u64;
+        self.queue_packets -= 1;
         self.in_service = Some(InService { q, start, done });
     }
 
     fn finish_service(&mut self, _out: &mut impl FnMut(Delivery<P>)) {
         let InService { q, start, done } = self.in_service.take().unwrap();
         let len = q.len as u64;
-        self.queue_bytes -= len;
-        self.queue_packets -= 1;
         self.counters.egress_bytes += len;
         self.counters.departed_packets += 1;
         self.counters.sojourn_sum_ns += start.saturating_sub(q.arrival);

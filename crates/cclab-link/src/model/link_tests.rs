@@ -71,22 +71,23 @@ fn long_run_rate_does_not_drift() {
 }
 
 #[test]
-fn drop_tail_byte_limit_counts_the_packet_in_service() {
-    // 3000-byte buffer: the packet being serialized and one waiting fit, the third is dropped.
+fn drop_tail_byte_limit_counts_waiting_packets_only() {
+    // 3000-byte buffer: one packet in service plus two waiting fit (the
+    // simulator's convention, docs/ir.md); the fourth is dropped.
     let mut p = params(rate(12_000_000));
     p.limit_bytes = Some(3000);
     let mut m = LinkModel::new(p);
-    for i in 0..3 {
+    for i in 0..4 {
         m.on_data(0, Some(0), 1500, i);
     }
     let (_, dropped) = drain(&mut m, 0);
-    assert_eq!(dropped, vec![2]);
+    assert_eq!(dropped, vec![3]);
     assert_eq!(m.queue_bytes(), 3000);
     assert_eq!(m.queue_packets(), 2);
     assert_eq!(m.counters.drops_overflow, 1);
     assert_eq!(m.flow_counters[0].drops, 1);
-    // after the first completes (1 ms) there is room again
-    m.on_data(MS, Some(0), 1500, 3);
+    // after the first completes (1 ms) the next starts service: room again
+    m.on_data(MS, Some(0), 1500, 4);
     let (_, dropped) = drain(&mut m, MS);
     assert!(dropped.is_empty());
 }
@@ -100,7 +101,7 @@ fn drop_tail_packet_limit() {
         m.on_data(0, Some(0), 100, i);
     }
     let (_, dropped) = drain(&mut m, 0);
-    assert_eq!(dropped, vec![4, 5, 6, 7, 8, 9]);
+    assert_eq!(dropped, vec![5, 6, 7, 8, 9], "one in service + 4 waiting");
     assert_eq!(m.queue_packets(), 4);
 }
 
@@ -318,7 +319,7 @@ fn conservation_under_random_operations() {
             assert_eq!(c.data_in + c.ack_in, id as u64);
             assert_eq!(
                 id as u64,
-                delivered + dropped + m.queue_packets() + m.in_flight_packets()
+                delivered + dropped + m.held_packets() + m.in_flight_packets()
             );
             assert_eq!(c.drops_overflow + c.drops_random, dropped);
             assert!(m.queue_bytes() <= 20_000 + case * 1000);
