@@ -408,3 +408,20 @@ impl Harness {
         }
     }
 }
+
+/// BBR in ProbeBW (phase 2) on a 100-packet BDP, cwnd 100: the starting
+/// point of the unit tests that poke one mechanism at a time.
+pub(crate) fn steady() -> (super::Bbr, Conn) {
+    use super::{Bbr, BbrConfig, Mode, BW_UNIT};
+    let mut c = Conn::new(Time::ZERO, 1024);
+    let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
+    b.bbr_init(&mut c);
+    b.bw.reset(0, BW_UNIT / 128); // 7812.5 pkt/s
+    b.min_rtt_ns = Dur::from_us(12_800).ns(); // BDP 100
+    b.full_bw_reached = true;
+    b.mode = Mode::ProbeBw;
+    b.cycle_idx = 2;
+    b.update_gains();
+    c.cwnd = 100;
+    (b, c)
+}

@@ -148,7 +148,7 @@ pub(crate) fn bw_to_bps(bw: u64, mss: u32) -> f64 {
 #[inline]
 pub(crate) fn bdp_pkts(bw: u64, min_rtt_us: u64, gain: u32) -> u32 {
     let w = bw as u128 * min_rtt_us as u128;
-    let bdp = (((w * gain as u128) >> BBR_SCALE) + BW_UNIT as u128 - 1) / BW_UNIT as u128;
+    let bdp = ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128); // DIV_ROUND_UP
     bdp.min(u32::MAX as u128) as u32
 }
 
@@ -548,24 +548,10 @@ pub(crate) fn stamp_ms(t: Time) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::harness::{Harness, Link};
+    use super::harness::{steady, Harness, Link};
     use super::*;
     use crate::time::{Dur, Time};
 
-    /// BBR in ProbeBW (phase 2) on a 100-packet BDP, cwnd 100.
-    fn steady() -> (Bbr, Conn) {
-        let mut c = Conn::new(Time::ZERO, 1024);
-        let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
-        b.bbr_init(&mut c);
-        b.bw.reset(0, BW_UNIT / 128); // 7812.5 pkt/s
-        b.min_rtt_ns = Dur::from_us(12_800).ns(); // BDP 100
-        b.full_bw_reached = true;
-        b.mode = Mode::ProbeBw;
-        b.cycle_idx = 2;
-        b.update_gains();
-        c.cwnd = 100;
-        (b, c)
-    }
 
     #[test]
     fn rto_counts_as_round_end_and_restarts_full_bw_detection() {
