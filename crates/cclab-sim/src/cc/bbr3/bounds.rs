@@ -108,17 +108,8 @@ impl Bbr3 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::Time;
 
-    fn bbr3_with(bw: u64, min_rtt_us: u64) -> (Bbr3, Conn) {
-        let mut c = Conn::new(Time::ZERO, 1448);
-        let mut b = Bbr3::new(Bbr3Config::default(), 1);
-        b.bbr_init(&mut c);
-        b.bw_hi = [bw, 0];
-        b.min_rtt_ns = min_rtt_us * 1000;
-        b.full_bw_reached = true;
-        (b, c)
-    }
+    use super::super::tests::bbr3_with;
 
     #[test]
     pub(crate) fn inflight_lo_and_bw_lo_cut_to_70_percent_once_per_round_on_loss() {

@@ -688,7 +688,9 @@ mod tests {
         assert_eq!(PROBE_RTT_CWND_GAIN, 128);
     }
 
-    fn bbr3_with(bw: u64, min_rtt_us: u64) -> (Bbr3, Conn) {
+    /// A BBRv3 past Startup with bandwidth `bw` (BW_UNIT-scaled) and min RTT
+    /// `min_rtt_us`: the starting point of tests that poke one mechanism.
+    pub(crate) fn bbr3_with(bw: u64, min_rtt_us: u64) -> (Bbr3, Conn) {
         let mut c = Conn::new(Time::ZERO, 1448);
         let mut b = Bbr3::new(Bbr3Config::default(), 1);
         b.bbr_init(&mut c);
