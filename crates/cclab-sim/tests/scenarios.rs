@@ -177,3 +177,30 @@ fn each_flow_gets_its_own_base_rtt() {
     assert!((min_rtt(0) - 10.0).abs() < 0.3, "{}", min_rtt(0));
     assert!((min_rtt(1) - 80.0).abs() < 0.3, "{}", min_rtt(1));
 }
+
+#[test]
+fn bbr_probes_rtt_every_10s_on_a_one_bdp_buffer() {
+    // Regression (sim-vs-kernel parity): with `rtt <= min_rtt` the simulator's
+    // exact, jitter-free RTT samples equalled min_rtt whenever the queue was
+    // empty, so the 10 s window kept restarting and a single BBR flow on a
+    // 1-BDP buffer never entered PROBE_RTT in 30 s, while Linux 6.18 did at
+    // ~10 s and ~20 s. Linux's bbr_update_min_rtt takes only a strictly lower
+    // sample (`rs->rtt_us < bbr->min_rtt_us`) or one after the window expired.
+    let sc = dumbbell(100_000_000, vec![flow(0, "bbr", 100)], 1.0, 30);
+    let out = simulate(&sc).unwrap();
+    let names = &out.state_names.iter().find(|(n, _)| n == "bbr").unwrap().1;
+    let probe_rtt = names.iter().position(|s| s == "PROBE_RTT").unwrap() as u8;
+    let f = &out.flows;
+    let mut entries = vec![];
+    let mut prev = false;
+    for i in 0..f.len() {
+        let now = f.cc_state[i] == probe_rtt;
+        if now && !prev {
+            entries.push(f.time_ns[i] as f64 / 1e9);
+        }
+        prev = now;
+    }
+    eprintln!("PROBE_RTT entered at {entries:?} s");
+    assert_eq!(entries.len(), 2, "entries {entries:?}");
+    assert!((9.5..11.5).contains(&entries[0]) && (19.5..22.0).contains(&entries[1]), "entries {entries:?}");
+}

@@ -42,16 +42,19 @@ impl Bbr {
             let rtt = rtt.ns();
             match self.sticky.as_mut() {
                 None => {
-                    if rtt <= self.min_rtt_ns || (filter_expired && !rs.is_ack_delayed) {
+                    // Strictly lower, as Linux since 2020 (tcp_bbr.c
+                    // bbr_update_min_rtt: `rs->rtt_us < bbr->min_rtt_us`): an
+                    // equal sample does not restart the 10 s window.
+                    if rtt < self.min_rtt_ns || (filter_expired && !rs.is_ack_delayed) {
                         self.min_rtt_ns = rtt;
                         self.min_rtt_stamp = conn.now;
                     }
                 }
                 Some(sticky) => {
-                    // Lower (or equal) samples are taken at once, as in Linux;
-                    // an expired window does not overwrite RTprop here but
+                    // Lower samples are taken at once, as in Linux; an
+                    // expired window does not overwrite RTprop here but
                     // feeds the probe's candidate, judged when ProbeRTT ends.
-                    if rtt <= self.min_rtt_ns {
+                    if rtt < self.min_rtt_ns {
                         self.min_rtt_ns = rtt;
                         self.min_rtt_stamp = conn.now;
                         sticky.lowered();
@@ -168,9 +171,14 @@ mod tests {
             prev = m;
         }
         assert!(before > CWND_MIN_TARGET);
+        // The same ACK then runs bbr_set_cwnd in the restored mode, which
+        // caps cwnd at its target (full pipe): cwnd = min(prior + acked, target).
+        let b = h.bbr();
+        let target = b.quantization_budget(b.bdp(b.bbr_bw(), b.cwnd_gain) + b.ack_aggregation_cwnd(), 1448);
+        let after = after.unwrap();
         assert!(
-            after.unwrap() >= before,
-            "restored {after:?} < prior {before}"
+            after >= before.min(target) && after <= target,
+            "restored {after} vs prior {before}, target {target}"
         );
     }
 
