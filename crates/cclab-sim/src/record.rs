@@ -94,7 +94,7 @@ pub struct LinkColumns {
     pub delay_ns: Vec<u64>,
 }
 
-/// End-of-run totals, for the conservation check (VALIDATION.md check 6).
+/// End-of-run totals, for the conservation check (docs/validation.md, check 6).
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
 pub struct Counters {
     pub sent_packets: u64,

@@ -1,4 +1,4 @@
-//! Property tests over random scenarios (VALIDATION.md check 6): at every
+//! Property tests over random scenarios (docs/validation.md check 6): at every
 //! instant every packet sent is delivered, dropped, queued or in flight, and
 //! the bottleneck never carries more than its capacity.
 mod common;

@@ -25,7 +25,7 @@ fn link_utilization(out: &cclab_sim::record::Output, rate_bps: f64, from_s: f64,
 
 #[test]
 fn one_cubic_flow_fills_a_one_bdp_buffer_link() {
-    // Issue 2 / VALIDATION.md: one CUBIC flow on 100 Mbps / 25 ms / 1 BDP
+    // Issue 2: one CUBIC flow on 100 Mbps / 25 ms / 1 BDP
     // reaches ≥ 95 % utilization after slow start (a 1-BDP buffer keeps the
     // link busy through each β = 0.7 reduction).
     let sc = dumbbell(100_000_000, vec![flow(0, "cubic", 25)], 1.0, 30);
@@ -121,7 +121,7 @@ fn trace_link_delivers_what_the_trace_allows() {
 
 #[test]
 fn same_seed_same_records_different_seed_different_loss() {
-    // VALIDATION.md check 7.
+    // docs/validation.md check 7 (determinism).
     let mut sc = dumbbell(50_000_000, vec![flow(0, "cubic", 30), flow(1, "reno", 60)], 0.5, 10);
     sc.link.loss = Loss::Bernoulli { p: 0.001 };
     let a = simulate(&sc).unwrap();

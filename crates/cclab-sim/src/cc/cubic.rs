@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn after_a_loss_cwnd_is_beta_wmax_and_regains_wmax_after_k_seconds() {
-        // VALIDATION.md check 4 / RFC 9438 §4.2, §4.6: ssthresh = 0.7·W_max;
+        // docs/validation.md check 4 / RFC 9438 §4.2, §4.6: ssthresh = 0.7·W_max;
         // W(t) = C(t−K)³ + W_max with K = ∛(W_max(1−β)/C).
         let mut c = cubic();
         let mut conn = Conn::new(Time(1_000_000_000), 1448);

@@ -624,7 +624,7 @@ mod tests {
 
     #[test]
     fn same_seed_same_trajectory() {
-        // VALIDATION.md check 7 at the algorithm level.
+        // docs/validation.md check 7 (determinism) at the algorithm level.
         let run = |seed| {
             let link = Link::new(30_000_000, 20, 1448).with_buffer_bdp(1.0);
             let mut h = Harness::new_multi("bbr", &[], link, 2, seed);

@@ -79,7 +79,7 @@ mod tests {
 
     #[test]
     fn gain_cycle_is_125_75_then_six_ones() {
-        // tcp_bbr.c bbr_pacing_gain[]; VALIDATION.md ProbeBW pacing gains.
+        // tcp_bbr.c bbr_pacing_gain[] (docs/validation.md, BBRv1 constants).
         assert_eq!(PACING_GAIN, [320, 192, 256, 256, 256, 256, 256, 256]);
     }
 
@@ -241,7 +241,7 @@ mod tests {
 
     #[test]
     fn one_flow_on_deep_buffer_fills_the_link_with_small_queue() {
-        // VALIDATION.md check 3: goodput ≥ 97 % of the link; queue small after Drain.
+        // docs/validation.md check 3: goodput ≥ 97 % of the link; queue small after Drain.
         let link = Link::new(50_000_000, 30, 1448).with_buffer_bdp(8.0);
         let mut h = Harness::new("bbr", &[], link, 11);
         h.run_until(2.0);

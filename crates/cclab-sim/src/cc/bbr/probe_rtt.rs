@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn probe_rtt_every_10s_at_4_packets_for_200ms_plus_a_round() {
-        // VALIDATION.md check 2 / tcp_bbr.c: a dip to cwnd 4 every ~10 s
+        // docs/validation.md check 2 / tcp_bbr.c: a dip to cwnd 4 every ~10 s
         // lasting max(200 ms, 1 round) once inflight ≤ 4 — here 200 ms + the
         // time to drain to 4 packets, and about one round more.
         let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);

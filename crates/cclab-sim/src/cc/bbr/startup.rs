@@ -60,7 +60,7 @@ mod tests {
         let b = Bbr::new("bbr", BbrConfig::default(), 1);
         assert_eq!(b.pacing_gain, 739);
         assert_eq!(b.cwnd_gain, 739);
-        // VALIDATION.md: ≈ 2.887 and ≈ 0.344.
+        // 739/256 ≈ 2.887 (2/ln 2 rounded up) and 88/256 ≈ 0.344 (its inverse).
         assert!((HIGH_GAIN as f64 / 256.0 - 2.887).abs() < 1e-3);
         assert!((DRAIN_GAIN as f64 / 256.0 - 0.344).abs() < 1e-3);
     }
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn startup_exits_three_rounds_after_bw_stops_growing_25_percent() {
-        // VALIDATION.md check 1 (mechanism): bbr_check_full_bw_reached ends
+        // docs/validation.md check 1 (mechanism): bbr_check_full_bw_reached ends
         // Startup on the 3rd round start without 25 % growth of max_bw; the
         // Startup queue is bounded by cwnd = high_gain·BDP + quantization
         // budget (so ≤ (2.89 − 1)·BDP + budget); Drain takes about one round.
@@ -168,7 +168,7 @@ mod tests {
         assert!(drain <= 1);
     }
 
-    /// EXPECTED TO FAIL. VALIDATION.md check 1 says Startup ends after
+    /// EXPECTED TO FAIL. The rule of thumb (docs/validation.md check 1) says Startup ends after
     /// "about log2(BDP/IW) + 3 rounds" (= 8.1 here) with its queue peaking
     /// "below ~1.9 BDP". Measured (same code path as Linux tcp_bbr.c):
     /// exit at round 11 and a peak queue of 2.11 BDP. Reasons: (1) a

@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn drain_exits_within_three_rounds_into_probe_bw_down() {
-        // VALIDATION.md BBRv3 table: Drain exits within 3 rounds; then PROBE_BW DOWN.
+        // google/bbr v3 bbr_check_drain: Drain exits within 3 rounds; then PROBE_BW DOWN.
         let link = Link::new(50_000_000, 30, 1448).with_buffer_bdp(8.0);
         let mut h = Harness::new("bbr3", &[], link, 3);
         while h.bbr3().mode != Mode::Drain && h.now_secs() < 3.0 {

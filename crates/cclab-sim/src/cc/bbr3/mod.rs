@@ -675,7 +675,7 @@ mod tests {
 
     #[test]
     fn constants_match_the_v3_code_and_validation_table() {
-        // google/bbr v3 tcp_bbr.c; VALIDATION.md BBRv3 table.
+        // google/bbr v3 tcp_bbr.c (docs/validation.md, BBRv3 constants).
         assert_eq!(STARTUP_PACING_GAIN, 710); // 2.77
         assert!((STARTUP_PACING_GAIN as f64 / 256.0 - 2.77).abs() < 0.01);
         assert_eq!(STARTUP_CWND_GAIN, 512);
@@ -702,7 +702,7 @@ mod tests {
 
     #[test]
     fn bdp_below_one_packet_still_gives_cwnd_4() {
-        // VALIDATION.md check 5 / draft: cwnd never below cwnd_min_target = 4,
+        // docs/validation.md check 5 / draft: cwnd never below cwnd_min_target = 4,
         // in ProbeBW and in ProbeRTT (max(4, 0.5·BDP)).
         let (mut b, mut c) = bbr3_with(BW_UNIT / 1_000_000, 1000); // 1 pkt/s × 1 ms ≪ 1 packet
         assert_eq!(b.bdp(b.bbr_bw(), BBR_UNIT), 1); // ceil of a tiny positive BDP

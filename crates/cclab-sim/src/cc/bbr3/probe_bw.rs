@@ -12,7 +12,7 @@ use super::{AckPhase, Bbr3, Mode, Phase, BBR_SCALE, BBR_UNIT};
 use crate::cc::{Conn, RateSample};
 
 /// `bbr_pacing_gain[]` (v3), indexed by [`Phase`]: UP 5/4, DOWN 91/100, CRUISE 1, REFILL 1.
-/// (VALIDATION.md and the draft say DOWN 0.9; the code's 91/100 is 232/256 ≈ 0.906.)
+/// (draft-ietf-ccwg-bbr says DOWN 0.9; the code's 91/100 is 232/256 ≈ 0.906.)
 pub const PACING_GAIN: [u32; 4] = [BBR_UNIT * 5 / 4, BBR_UNIT * 91 / 100, BBR_UNIT, BBR_UNIT];
 
 impl Bbr3 {

@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn probe_rtt_every_5s_at_half_bdp() {
-        // VALIDATION.md check 5 / v3 bbr_update_min_rtt: ProbeRTT every ~5 s,
+        // docs/validation.md check 5 / v3 bbr_update_min_rtt: ProbeRTT every ~5 s,
         // cwnd = max(4, 0.5·BDP), lasting ≥ 200 ms + 1 round.
         let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);
         let bdp = link.bdp_pkts();

@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn max_bw_within_2_percent_of_link_at_startup_exit() {
-        // VALIDATION.md check 5 (draft Appendix A): max_bw within 2 % of the
+        // docs/validation.md check 5 (draft Appendix A): max_bw within 2 % of the
         // link when Startup ends (deep buffer, no loss).
         let link = Link::new(100_000_000, 30, 1448).with_buffer_bdp(8.0);
         let mut h = Harness::new("bbr3", &[], link, 3);
