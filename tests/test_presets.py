@@ -16,7 +16,7 @@ from cclab.cli_sweep import register
 from cclab.presets import HERE, PRESETS
 from cclab.sweep import expand, validate
 
-# full grids (VALIDATION.md P1–P11): points × trials
+# full grids (docs/validation.md P1–P11): points × trials
 FULL_POINTS = {
     "bbr-loss": 14 * 2 * 3,
     "bbr-loss-verizon": 9 * 2 * 3,

@@ -1,5 +1,5 @@
 """BBR in the simulator at the run level: the mechanism checks 1, 2, 3 and 5
-of VALIDATION.md and the shapes of the published results P1, P2, P4, P5/P6,
+of docs/validation.md and the shapes of the published results P1, P2, P4, P5/P6,
 P9 and the thesis' `bbr_shallow` proposal (issue 3).
 
 Every test prints what it measured (`pytest -s` shows it). Runs are short
@@ -88,7 +88,7 @@ def round_starts(flows, base_rtt_s: float) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# Check 1: Startup / Drain (VALIDATION.md check 1; tcp_bbr.c bbr_check_full_bw_reached,
+# Check 1: Startup / Drain (docs/validation.md check 1; tcp_bbr.c bbr_check_full_bw_reached,
 # bbr_check_drain). 50 Mbps / 40 ms, deep buffer (no loss), 3 s.
 # ---------------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ def test_startup_queue_bounded_by_cwnd_gain_and_drain_takes_one_round(startup_ru
     "above pin tcp_bbr.c's behaviour.",
 )
 def test_startup_round_count_and_queue_match_the_formula(startup_run):
-    # VALIDATION.md check 1 as written: exit after ~log2(BDP/IW)+3 rounds (±1),
+    # docs/validation.md check 1, the rule of thumb: exit after ~log2(BDP/IW)+3 rounds (±1),
     # Startup queue below ~1.9 BDP.
     s = startup_run
     assert abs(s["exit_round"] - s["formula"]) <= 1.0
@@ -190,7 +190,7 @@ def deep_run(tmp_path_factory):
 
 
 def test_probe_rtt_dips_to_4_packets_every_10s_for_200ms_plus_a_round(deep_run):
-    # VALIDATION.md check 2; tcp_bbr.c: bbr_min_rtt_win_sec = 10, bbr_probe_rtt_mode_ms = 200,
+    # docs/validation.md check 2; tcp_bbr.c: bbr_min_rtt_win_sec = 10, bbr_probe_rtt_mode_ms = 200,
     # bbr_cwnd_min_target = 4; the next ProbeRTT is timed from the end of the last
     # (min_rtt_stamp = now in bbr_check_probe_rtt_done), so entries are ~10 s + 0.24 s apart.
     # Tolerances: ±2 samples (20 ms) on the length, and 10–10.5 s between entries
@@ -210,7 +210,7 @@ def test_probe_rtt_dips_to_4_packets_every_10s_for_200ms_plus_a_round(deep_run):
 
 
 def test_one_flow_on_a_deep_buffer_fills_the_link_with_a_small_queue(deep_run):
-    # VALIDATION.md check 3 (CACM 2017: BBR runs at the link rate with a near-empty
+    # docs/validation.md check 3 (CACM 2017: BBR runs at the link rate with a near-empty
     # queue). Goodput over the whole run (Startup and both ProbeRTTs included) ≥ 97 %
     # of the payload capacity. Queue after Drain: the ProbeBW cycle adds ≤ 0.25 BDP
     # for one phase in eight, plus the 3-segment quantization budget, so mean

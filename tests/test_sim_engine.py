@@ -1,5 +1,5 @@
 """The simulator through the whole Python pipeline: determinism of the
-written records (VALIDATION.md check 7) and a real Mahimahi trace."""
+written records (docs/validation.md check 7) and a real Mahimahi trace."""
 
 import hashlib
 

@@ -1,6 +1,6 @@
 """Kill a running `cclab sweep` with SIGKILL, rerun it, and check that the
-resumed sweep holds exactly the records a clean run produces (DESIGN.md
-principle 4, "Nothing lost"; determinism makes the bytes identical)."""
+resumed sweep holds exactly the records a clean run produces (nothing is
+lost; determinism makes the bytes identical; docs/sweeps.md)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ The child times only the ``simulate`` call (``time.perf_counter``) and reports:
 
 Add a case with one :func:`register` line. Cases whose algorithms the engine
 does not have yet are listed as skipped. Performance is measured here, never
-asserted by a timed test (DESIGN.md, "Performance targets").
+asserted by a timed test (docs/performance.md has the measured numbers).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ __all__ = ["CASES", "BenchCase", "BenchError", "build_ir", "main", "register", "
 #: Context printed under the table (from the performance issue).
 REFERENCE = (
     "reference: ns-3.44 simulates cubic-100M-25ms at ~70 k bottleneck pkts/s; "
-    "cclab's goal is ≥ 3 M pkts/s (DESIGN.md, Performance targets)"
+    "cclab's goal is ≥ 3 M pkts/s (docs/performance.md)"
 )
 QUICK_DURATION = "5s"
 
@@ -82,7 +82,7 @@ def register(case: BenchCase) -> BenchCase:
     return case
 
 
-# The reference scenarios (DESIGN.md, Performance targets). All 25 ms unless
+# The reference scenarios (docs/performance.md). All 25 ms unless
 # named, 1 BDP drop-tail buffer, 10 ms samples, 60 s (5 s with --quick).
 register(BenchCase("cubic-100M-25ms", "1 CUBIC, 100 Mbps, 25 ms", "100Mbps", ({"cca": "cubic", "rtt": "25ms"},)))
 register(BenchCase("reno2-cubic2-100M", "2 Reno + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",

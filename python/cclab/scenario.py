@@ -1,6 +1,6 @@
 """The user-facing scenario schema (TOML or Python), with validation and friendly errors.
 
-The field names are a contract (see DESIGN.md, "Scenario schema")::
+The field names are a contract (README.md "A scenario"; resolved form: docs/ir.md)::
 
     name = "bbr-vs-cubic"            # default when loaded from a file: the file's stem
     duration = "60s"                 # required

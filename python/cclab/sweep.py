@@ -1,6 +1,6 @@
 """Sweep files: a base scenario, axes over any scenario field, and trials.
 
-A sweep file (TOML; the contract is in DESIGN.md "Sweeps, store, scale"):
+A sweep file (TOML; the contract is docs/sweeps.md):
 
 ```toml
 base = "scenario.toml"          # or an inline [base] table

@@ -59,7 +59,7 @@ CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
 BBR_MODES = ["startup", "drain", "probe_bw", "probe_rtt"]
 STATE_NAMES = {"bbr": BBR_MODES}
 
-#: Self-check thresholds (DESIGN.md "The kernel backend").
+#: Self-check thresholds (docs/kernel.md "Self-check").
 LATENESS_P99_LIMIT_NS = 1_000_000
 CAPACITY_TOLERANCE = 0.02
 CPU_SATURATED = 0.97

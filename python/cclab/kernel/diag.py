@@ -7,7 +7,7 @@ congestion control name (INET_DIAG_CONG) and the algorithm's own info
 inet_diag.h and sock_diag.h; fields a kernel does not have (short
 ``tcp_info``) come back as None.
 
-Measured on the project's machine (DESIGN.md): ~5 % of a core at 100 Hz,
+Measured on the project's machine (2 vCPUs, Linux 6.18): ~5 % of a core at 100 Hz,
 vs 25–40 % for ``ss -tin``.
 """
 
