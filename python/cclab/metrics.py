@@ -43,8 +43,13 @@ __all__ = [
     "jain_series",
     "link_frame",
     "measure_window_ns",
+    "peak_queue_bytes",
+    "retrans_rate",
     "share_series",
+    "startup_exit_rounds",
+    "state_fractions",
     "summary",
+    "time_to_rate",
 ]
 
 #: Columns of ``flows.parquet`` in order (docs/record.md).
@@ -555,3 +560,121 @@ def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -
             return k * dt, float(acf[k]), acf
         i = d
     return math.nan, math.nan, acf
+
+
+# ---- metrics of the sim-vs-kernel parity matrix (cclab parity) ------------------
+
+
+def _window(df: pd.DataFrame, ir: Mapping[str, Any]) -> pd.DataFrame:
+    """Rows of ``df`` in the measure window, with ``dt_s`` (each sample's interval length)."""
+    if "flow_id" in df:
+        dt = df.groupby("flow_id", sort=False)["time_s"].diff().fillna(df["time_s"])
+    else:
+        dt = df["time_s"].diff().fillna(df["time_s"])
+    mask = in_window(df["time_s"], ir)
+    return df.loc[mask].assign(dt_s=dt[mask])
+
+
+def retrans_rate(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[int] | None = None) -> float:
+    """Retransmitted segments / segments sent, over the measure window, for ``flow_ids`` (all flows by default).
+
+    Segments sent = wire bytes sent (incl. retransmissions) / (mss + header_bytes),
+    as the per-flow ``retrans_rate`` of :func:`summary`; here summed over a set
+    of flows (an algorithm's, or all). A fraction (×100 for per cent); NaN when
+    nothing was sent.
+    """
+    w = _window(flows, ir)
+    if flow_ids is not None:
+        w = w.loc[w["flow_id"].isin(list(flow_ids))]
+    wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
+    sent = float((w["send_rate_bps"] * w["dt_s"]).sum()) / 8.0 / wire_seg
+    return float(w["retrans_segs"].sum()) / sent if sent > 0 else math.nan
+
+
+def state_fractions(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[int] | None = None) -> dict[str, float]:
+    """Fraction of the measure window spent in each algorithm state (e.g. BBR's modes).
+
+    Over the samples of ``flow_ids`` (all flows by default) in the window
+    where the flow is active and exports a state; each sample counts for its
+    interval's length (the state sampled at its end). Keys are the state names
+    in lower case (``startup``, ``drain``, ``probe_bw``, ``probe_rtt``), so the
+    two backends' spellings compare; the fractions sum to 1 (empty when no
+    sample has a state).
+    """
+    w = _window(flows, ir)
+    if flow_ids is not None:
+        w = w.loc[w["flow_id"].isin(list(flow_ids))]
+    w = w.loc[w["active"].astype(bool) & w["state"].notna()]
+    total = float(w["dt_s"].sum())
+    if total <= 0:
+        return {}
+    by_state = w.groupby(w["state"].astype(str).str.lower(), sort=True)["dt_s"].sum()
+    return {str(k): float(v) / total for k, v in by_state.items()}
+
+
+def startup_exit_rounds(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int = 0, startup: str = "startup") -> float:
+    """When flow ``flow_id`` left its Startup state, in base RTTs after the flow's start.
+
+    The exit time is the first sample, after the first sample in ``startup``
+    (compared case-insensitively), whose state is another one — the end of the
+    interval in which the flow left (resolution: the sample interval). Samples
+    before the first Startup sample are ignored (a socket may report a state
+    before the algorithm initialised). NaN when the flow is never seen in
+    Startup; +inf when it never leaves it.
+    """
+    f = next((x for x in ir["flows"] if int(x["id"]) == int(flow_id)), None)
+    if f is None:
+        raise ValueError(f"flow_id {flow_id}: no such flow in the scenario")
+    d = flows.loc[flows["flow_id"] == flow_id].sort_values("time_s")
+    st = d["state"].astype(object).where(d["state"].notna(), None)
+    names = np.array([s.lower() if isinstance(s, str) else None for s in st], dtype=object)
+    t = d["time_s"].to_numpy(dtype=float)
+    in_startup = names == startup.lower()
+    if not in_startup.any():
+        return math.nan
+    first = int(np.argmax(in_startup))
+    left = np.flatnonzero((names[first:] != None) & ~in_startup[first:])  # noqa: E711 - elementwise
+    if left.size == 0:
+        return math.inf
+    exit_s = t[first + int(left[0])]
+    return (exit_s - int(f["start_ns"]) / _NS_PER_S) / (int(f["rtt_ns"]) / _NS_PER_S)
+
+
+def time_to_rate(
+    flows: pd.DataFrame, at_s: float, rate_bps: float, *, fraction: float = 0.9, window_s: float = 0.1
+) -> float:
+    """Seconds after a capacity change at ``at_s`` until the flows' goodput reaches ``fraction`` of ``rate_bps``.
+
+    The total goodput of all flows is averaged over a trailing window of
+    ``window_s`` (100 ms by default: in-order delivery at 10 ms samples is
+    bursty), using only samples after ``at_s``; the result is the end of the
+    first window whose mean is ≥ ``fraction × rate_bps``, minus ``at_s`` — so
+    it is at least ``window_s``. +inf when the goodput never gets there.
+    Goodput is payload, so a flow can reach at most mss/(mss+headers) ≈ 96.5 %
+    of the rate; 90 % is reachable.
+    """
+    total = flows.groupby("time_s", sort=True)["goodput_bps"].sum()
+    after = total.loc[total.index > at_s + 1e-9]
+    if after.empty:
+        return math.inf
+    t = after.index.to_numpy(dtype=float)
+    g = after.to_numpy(dtype=float)
+    dt = np.diff(t, prepend=at_s)
+    n = max(1, int(round(window_s / float(np.median(dt)))))
+    if g.size < n:
+        return math.inf
+    csum = np.cumsum(np.insert(g * dt, 0, 0.0))
+    tsum = np.cumsum(np.insert(dt, 0, 0.0))
+    mean = (csum[n:] - csum[:-n]) / (tsum[n:] - tsum[:-n])
+    hit = np.flatnonzero(mean >= fraction * rate_bps)
+    return float(t[n - 1 + int(hit[0])] - at_s) if hit.size else math.inf
+
+
+def peak_queue_bytes(link: pd.DataFrame, from_s: float = 0.0, to_s: float | None = None) -> float:
+    """The largest sampled bottleneck queue (bytes) with ``from_s < time ≤ to_s`` (the whole run by default)."""
+    t = link["time_s"]
+    mask = t > from_s - 1e-12
+    if to_s is not None:
+        mask &= t <= to_s + 1e-12
+    q = link.loc[mask, "queue_bytes"]
+    return float(q.max()) if q.notna().any() else math.nan

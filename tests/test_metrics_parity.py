@@ -1,0 +1,109 @@
+"""The metrics `cclab parity` compares (cclab.metrics), on small frames with hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cclab import metrics
+
+
+def _ir(n_flows: int = 1, rtt_ms: float = 100.0, start_s: float = 0.0, from_s: float = 2.0, to_s: float = 6.0) -> dict:
+    return {
+        "mss": 1448,
+        "header_bytes": 52,
+        "duration_ns": int(to_s * 1e9),
+        "measure": {"from_ns": int(from_s * 1e9), "to_ns": int(to_s * 1e9)},
+        "flows": [{"id": i, "group": i, "cca": "bbr", "rtt_ns": int(rtt_ms * 1e6), "start_ns": int(start_s * 1e9)}
+                  for i in range(n_flows)],
+    }  # fmt: skip
+
+
+def _flows(rows: list[dict]) -> pd.DataFrame:
+    base = {"active": True, "state": None, "goodput_bps": 0.0, "send_rate_bps": 0.0, "retrans_segs": 0.0}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_retrans_rate_over_window_and_flow_set():
+    # 1 s samples; flow 0 sends 1.2 Mbit/s = 100 segments of 1500 B per second, flow 1 2.4 Mbit/s = 200/s.
+    rows = []
+    for t in range(1, 7):
+        rows.append({"time_s": float(t), "flow_id": 0, "send_rate_bps": 1.2e6, "retrans_segs": [9, 9, 1, 2, 3, 4][t - 1]})
+        rows.append({"time_s": float(t), "flow_id": 1, "send_rate_bps": 2.4e6, "retrans_segs": [9, 9, 0, 0, 0, 2][t - 1]})
+    f = _flows(rows)
+    ir = _ir(n_flows=2)  # window (2, 6]: samples t = 3, 4, 5, 6
+    # flow 0: (1+2+3+4) / 400 segments = 2.5 %
+    assert metrics.retrans_rate(f, ir, [0]) == pytest.approx(10 / 400)
+    # flow 1: 2 / 800
+    assert metrics.retrans_rate(f, ir, [1]) == pytest.approx(2 / 800)
+    # both: 12 / 1200 = 1 %; samples before the window (9 retransmissions each) do not count
+    assert metrics.retrans_rate(f, ir) == pytest.approx(12 / 1200)
+    assert math.isnan(metrics.retrans_rate(f.assign(send_rate_bps=0.0), ir))
+
+
+def test_state_fractions_weight_by_interval_and_skip_inactive():
+    states = ["STARTUP", "DRAIN", "PROBE_BW", "PROBE_BW", "PROBE_RTT", "PROBE_BW", "PROBE_BW", "probe_bw"]
+    times = [0.5, 1.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0]  # unequal intervals: 0.5 s, then 1 s at the end
+    rows = [{"time_s": t, "flow_id": 0, "state": s} for t, s in zip(times, states)]
+    rows[5]["active"] = False  # an inactive sample does not count
+    fr = metrics.state_fractions(_flows(rows), _ir())
+    # window (2, 6]: each sample weighs its interval since the previous sample: 2.5 probe_bw 1.5 s,
+    # 3.0 probe_bw .5, 3.5 probe_rtt .5, [4.0 inactive], 5.0 probe_bw 1, 6.0 probe_bw 1 -> 4 s and 0.5 s of 4.5 s
+    assert fr == pytest.approx({"probe_bw": 4.0 / 4.5, "probe_rtt": 0.5 / 4.5})
+    assert sum(fr.values()) == pytest.approx(1.0)
+    assert metrics.state_fractions(_flows([{"time_s": 3.0, "flow_id": 0}]), _ir()) == {}
+
+
+def test_startup_exit_rounds():
+    # 100 ms base RTT, flow starts at 1 s; 10 ms samples. A bogus first sample (state before init),
+    # Startup from 1.01 s, first non-Startup sample at 1.85 s -> (1.85 - 1) / 0.1 = 8.5 rounds.
+    t = np.round(np.arange(1, 301) * 0.01, 2)
+    states = np.where(t < 1.85, "STARTUP", "DRAIN").astype(object)
+    states[t >= 2.0] = "PROBE_BW"
+    states[0] = "PROBE_RTT"
+    states[t <= 1.0] = None
+    states[0] = "PROBE_RTT"
+    f = _flows([{"time_s": float(a), "flow_id": 0, "state": s} for a, s in zip(t, states)])
+    ir = _ir(rtt_ms=100, start_s=1.0)
+    assert metrics.startup_exit_rounds(f, ir, 0) == pytest.approx(8.5)
+    # lower-case names (the kernel's) give the same
+    low = f.assign(state=f.state.map(lambda s: s.lower() if isinstance(s, str) else s))
+    assert metrics.startup_exit_rounds(low, ir, 0) == pytest.approx(8.5)
+    # never leaves Startup -> inf; never in Startup -> NaN
+    assert metrics.startup_exit_rounds(f.assign(state="STARTUP"), ir, 0) == math.inf
+    assert math.isnan(metrics.startup_exit_rounds(f.assign(state="PROBE_BW"), ir, 0))
+    with pytest.raises(ValueError, match="flow_id 3"):
+        metrics.startup_exit_rounds(f, ir, 3)
+
+
+def test_time_to_rate_after_a_step():
+    # 10 ms samples; step at 10 s to 20 Mbit/s. Goodput 9.6 Mbit/s until 10.50 s, then 19 Mbit/s.
+    t = np.round(np.arange(1, 2001) * 0.01, 2)
+    g = np.where(t <= 10.5, 9.6e6, 19e6)
+    f = _flows([{"time_s": float(a), "flow_id": 0, "goodput_bps": float(b)} for a, b in zip(t, g)])
+    # 100 ms trailing mean >= 18 Mbit/s: the window (10.50, 10.60] is all 19 -> ends at 10.60, 0.60 s after the step;
+    # the window ending at 10.59 holds one 9.6 sample: (9*19 + 9.6)/10 = 18.06 >= 18 -> 0.59 s.
+    assert metrics.time_to_rate(f, 10.0, 20e6) == pytest.approx(0.59)
+    # 95 % (19 Mbit/s) needs the full window -> 0.60 s
+    assert metrics.time_to_rate(f, 10.0, 20e6, fraction=0.95) == pytest.approx(0.60)
+    # two flows' goodput is summed
+    two = pd.concat([f.assign(goodput_bps=f.goodput_bps / 2), f.assign(flow_id=1, goodput_bps=f.goodput_bps / 2)])
+    assert metrics.time_to_rate(two, 10.0, 20e6) == pytest.approx(0.59)
+    # never reaching it -> inf; a step down to 10 Mbit/s is met by the first full window after it
+    assert metrics.time_to_rate(f, 10.0, 40e6) == math.inf
+    down = f.assign(goodput_bps=np.where(t <= 10.0, 19e6, 9.6e6))
+    assert metrics.time_to_rate(down, 10.0, 10e6) == pytest.approx(0.10)
+    # a bursty series: goodput only every other sample (2x), the trailing mean smooths it
+    burst = f.assign(goodput_bps=np.where((np.round(t * 100) % 2 == 0) & (t > 11), 38e6, 0.0))
+    assert metrics.time_to_rate(burst, 10.0, 20e6) == pytest.approx(1.10, abs=0.011)
+
+
+def test_peak_queue_bytes():
+    link = pd.DataFrame({"time_s": [1.0, 2.0, 3.0, 4.0], "queue_bytes": [100.0, 5000.0, 3000.0, np.nan]})
+    assert metrics.peak_queue_bytes(link) == 5000.0
+    assert metrics.peak_queue_bytes(link, from_s=2.5) == 3000.0
+    assert metrics.peak_queue_bytes(link, to_s=1.0) == 100.0
+    assert math.isnan(metrics.peak_queue_bytes(link, from_s=3.5))
