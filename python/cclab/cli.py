@@ -5,8 +5,9 @@
     cclab bench [--quick] [--only NAME] [--json FILE]
     cclab version
 
-plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`) and ``sweep``/``table``/
-``plot``/``report``/``reproduce`` (:mod:`cclab.cli_sweep`) when installed.
+plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`), ``sweep``/``table``/
+``plot``/``report``/``reproduce`` (:mod:`cclab.cli_sweep`) and ``parity``
+(:mod:`cclab.cli_parity`) when installed.
 
 Bad input — a missing file, a wrong unit, an unknown option, an existing
 record — is one red ``error: …`` line on stderr and exit code 2, never a
@@ -296,7 +297,7 @@ def _register_optional(module_name: str) -> None:
     module.register(app)
 
 
-for _module in ("cclab.cli_kernel", "cclab.cli_sweep"):
+for _module in ("cclab.cli_kernel", "cclab.cli_sweep", "cclab.cli_parity"):
     _register_optional(_module)
 
 

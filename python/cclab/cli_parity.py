@@ -1,0 +1,116 @@
+"""``cclab parity``: the simulator-vs-kernel validation matrix (registered into the main CLI by cli.py).
+
+    cclab parity [--quick] [--out DIR] [--case PATTERN ...] [--list]
+
+The matrix, its metrics and tolerances: :mod:`cclab.parity`; how to read the
+result: docs/validation.md ("Parity").
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+__all__ = ["finish", "register", "select_cases"]
+
+DEFAULT_OUT = Path("parity")
+
+
+def select_cases(quick: bool, patterns: list[str] | None):
+    """The cases to run: the full matrix or the quick subset, filtered by glob patterns
+    (a pattern without wildcards matches as a substring of the case id)."""
+    from cclab.parity.matrix import CASES
+
+    cases = [c for c in CASES if c.quick or not quick]
+    if patterns:
+        globs = [p if any(ch in p for ch in "*?[") else f"*{p}*" for p in patterns]
+        cases = [c for c in cases if any(fnmatch.fnmatchcase(c.id, g) for g in globs)]
+    return cases
+
+
+def _fmt_wall(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s:02d} s" if m else f"{seconds:.1f} s"
+
+
+def parity_cmd(
+    quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) \\[default: {DEFAULT_OUT}]."),
+    case: Optional[list[str]] = typer.Option(None, "--case", "-c", help="Only cases whose id matches (glob, or a substring; repeatable)."),
+    list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
+) -> None:
+    """Run the same scenarios on the simulator and on the kernel and compare them within fixed tolerances."""
+    from cclab.cli import console, err_console, fail
+    from cclab.parity import matrix, output
+
+    t0 = time.monotonic()
+    cases = select_cases(quick, case)
+    if not cases:
+        fail(f"--case {' '.join(case or [])}: no {'quick ' if quick else ''}case matches; see cclab parity --list")
+    if list_only:
+        title = f"parity matrix{' (--quick)' if quick else ''}{' matching ' + ', '.join(case) if case else ''}"
+        for line in [title, *output.list_lines(cases), "", *output.list_footer(cases, matrix.CASES, matrix.quick_cases())]:
+            console.print(line, soft_wrap=True, markup=False, highlight=False)
+        return
+    _preflight(cases, fail)
+    from cclab.parity.run import run_parity
+
+    out_dir = out or DEFAULT_OUT
+    err_console.print(f"cclab parity: {len(cases)} case(s) -> {out_dir} (estimated {matrix.estimated_wall_s(cases) / 60:.0f} min "
+                      "from scratch; kernel runs one at a time)", soft_wrap=True, markup=False)  # fmt: skip
+
+    def log(msg: str) -> None:
+        err_console.print(msg, soft_wrap=True, markup=False, highlight=False)
+
+    try:
+        outcome = run_parity(cases, out_dir, log=log)
+    except OSError as exc:
+        fail(f"{exc.filename or out_dir}: {exc.strerror or exc}")
+    selection = {"quick": quick, "case": case or [], "cases": [c.id for c in cases]}
+    raise typer.Exit(finish(outcome, selection, t0, console))
+
+
+def finish(outcome, selection: dict, t0: float, console) -> int:
+    """Write parity.json/parquet and parity.html, print the table, the counts and the wall time; the exit code."""
+    from cclab.parity import output
+
+    outcome.wall_s = time.monotonic() - t0
+    jpath, ppath = output.write_results(outcome, selection)
+    hpath = output.write_html(outcome, selection)
+    outcome.wall_s = time.monotonic() - t0
+    output.write_results(outcome, selection)  # again, with the final wall time
+    if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
+        console.width = max(console.width, 180)
+    console.print(output.results_table(outcome))
+    console.print(output.summary_line(outcome), soft_wrap=True, markup=False, highlight=False)
+    console.print(f"results: {jpath}, {ppath}; time series of the failing cases: {hpath}", soft_wrap=True, markup=False,
+                  highlight=False)  # fmt: skip
+    console.print(f"wall time: {_fmt_wall(outcome.wall_s)}", markup=False, highlight=False)
+    return outcome.exit_code
+
+
+def _preflight(cases, fail) -> None:
+    """Refuse, with one line, before anything runs: no root, no TUN/cclab-link, a scenario the kernel cannot run."""
+    from cclab import api
+    from cclab.errors import ScenarioError
+    from cclab.kernel import backend, machine
+
+    if not machine.is_root():
+        fail("cclab parity runs every case on the kernel backend, which needs root (network namespaces and TUN devices); "
+             "run it as root, or use --list to see the matrix")  # fmt: skip
+    for c in cases:
+        for seed in c.seeds:
+            try:
+                _sc, _text, ir = api.prepare(c.scenario_for(seed))
+                backend.check(ir)
+            except ScenarioError as exc:
+                fail(f"parity case {c.id}: {exc}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``parity`` to the cclab CLI."""
+    app.command("parity")(parity_cmd)

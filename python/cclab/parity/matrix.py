@@ -1,0 +1,271 @@
+"""The parity matrix: every scenario `cclab parity` runs on both backends, as data.
+
+Each :class:`Case` has a scenario (a TOML-shaped dict, exactly what
+``cclab run`` would read), the metrics compared on it, the seeds it runs with
+(the metric is the mean over seeds, on both backends), why it is in the
+matrix, and whether it belongs to the ``--quick`` subset. The quick subset is
+made of full-matrix cases, unchanged, so a full run in the same ``--out``
+directory reuses the quick run's records.
+
+Metric specs are ``name`` or ``name[of]`` (``of`` = an algorithm or
+``flow<id>``); the names are the keys of :data:`cclab.parity.checks.METRICS`.
+The tolerances are in :data:`cclab.parity.checks.TOLERANCES` (and
+docs/validation.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CASES", "DROPPED", "Case", "all_cases", "estimated_wall_s", "quick_cases"]
+
+MEASURE_FROM = "10s"
+#: A shallow buffer is 0.1 BDP, or 100 KB where 0.1 BDP would be larger (high-BDP paths).
+SHALLOW_CAP_BYTES = 100_000
+#: Seconds a kernel run costs beyond its duration (namespaces, emulator start, t0 margin
+#: of 0.3 s + 4 RTT, record writing), measured on this machine: 2–3.5 s.
+KERNEL_OVERHEAD_S = 3.0
+#: Seconds per simulated second, rough, for the estimate (cclab bench: 0.1–1 s per 60 s run).
+SIM_S_PER_S = 0.015
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    family: str
+    scenario: dict[str, Any]
+    metrics: tuple[str, ...]
+    why: str
+    seeds: tuple[int, ...] = (1,)
+    quick: bool = False
+    note: str = ""
+
+    @property
+    def duration_s(self) -> float:
+        from cclab.units import parse_duration
+
+        return parse_duration(self.scenario["duration"]) / 1e9
+
+    def scenario_for(self, seed: int) -> dict[str, Any]:
+        """The scenario dict with ``seed`` set (a fresh copy)."""
+        import copy
+
+        s = copy.deepcopy(self.scenario)
+        s["seed"] = int(seed)
+        return s
+
+    def describe(self) -> str:
+        """One line: link, buffer, loss, schedule, flows, duration."""
+        sc = self.scenario
+        link = sc["link"]
+        parts = [f"{link['rate']}", f"buffer {link['buffer']}"]
+        if link.get("loss"):
+            parts.append(f"loss {float(link['loss']) * 100:g} %")
+        for ch in link.get("schedule") or []:
+            parts.append(f"→ {ch['rate']} at {ch['at']}")
+        flows = ", ".join(f"{f.get('count', 1)}×{f['cca']} {f['rtt']}" for f in sc["flows"])
+        text = f"{', '.join(parts)}; {flows}; {sc['duration']}, measure from {sc.get('measure', {}).get('from', '0s')}"
+        if len(self.seeds) > 1:
+            text += f"; seeds {', '.join(map(str, self.seeds))} (mean)"
+        return text
+
+
+def _scenario(name: str, *, rate: str, buffer: str, flows: list[dict[str, Any]], duration: str = "30s",
+              measure_from: str = MEASURE_FROM, loss: float | None = None,
+              schedule: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+    link: dict[str, Any] = {"rate": rate, "delay": "0ms", "buffer": buffer}
+    if loss:
+        link["loss"] = loss
+    if schedule:
+        link["schedule"] = schedule
+    return {
+        "name": "parity-" + name.replace("/", "-"),
+        "duration": duration,
+        "seed": 1,
+        "sample_interval": "10ms",
+        "measure": {"from": measure_from},
+        "link": link,
+        "flows": flows,
+    }
+
+
+def _bdp_bytes(rate_mbps: float, rtt_ms: float) -> float:
+    return rate_mbps * 1e6 * rtt_ms / 1e3 / 8
+
+
+_BUFFER_WHY = {
+    "shallow": "a buffer far below the BDP: the loss-driven regime (loss-based flows back off and leave the link partly "
+    "idle; BBR keeps pacing at its bandwidth estimate and loses packets)",
+    "0.5bdp": "an under-sized buffer: after a loss, a loss-based flow's backoff (CUBIC β = 0.7, Reno 0.5) drains it and "
+    "idles the link; BBR's 2-BDP inflight overflows it",
+    "2bdp": "a 2-BDP buffer: full utilisation with a standing queue (BBR's 2-BDP inflight cap fits in pipe + buffer)",
+    "8bdp": "a deep buffer (bufferbloat): loss-based flows fill it, BBR bounds its inflight at 2 BDP",
+}
+_CCA_WHY = {
+    "cubic": "CUBIC (tcp_cubic.c, HyStart)",
+    "bbr": "BBR v1 (tcp_bbr.c)",
+    "reno": "Reno (tcp_cong.c)",
+}
+
+
+def _single_flow_cases() -> list[Case]:
+    quick = {
+        ("cubic", 100, 50, "2bdp"), ("bbr", 100, 50, "0.5bdp"), ("reno", 20, 10, "2bdp"),
+        ("cubic", 500, 10, "2bdp"), ("bbr", 20, 200, "8bdp"),
+    }  # fmt: skip
+    out = []
+    for cca in ("cubic", "bbr", "reno"):
+        for rate in (20, 100, 500):
+            for rtt in (10, 50, 200):
+                for kind in ("shallow", "0.5bdp", "2bdp", "8bdp"):
+                    note = ""
+                    if kind == "shallow":
+                        bdp = _bdp_bytes(rate, rtt)
+                        if 0.1 * bdp <= SHALLOW_CAP_BYTES:
+                            buffer = "0.1bdp"
+                            if 0.1 * bdp < 3000:
+                                note = f"0.1 BDP = {0.1 * bdp:.0f} B: the queue holds one full-size packet"
+                        else:
+                            buffer = "100KB"
+                            note = f"0.1 BDP would be {0.1 * bdp / 1e3:.0f} KB; capped at 100 KB ({100e3 / bdp:.3f} BDP)"
+                    else:
+                        buffer = kind
+                    cid = f"single/{cca}-{rate}M-{rtt}ms-{buffer}"
+                    metrics = ["goodput", "queue_delay_p50", "queue_delay_p95", "retrans_rate"]
+                    if cca == "bbr":
+                        metrics.append("state_time")
+                    out.append(Case(
+                        id=cid, family="single",
+                        scenario=_scenario(cid, rate=f"{rate}Mbps", buffer=buffer, flows=[{"cca": cca, "rtt": f"{rtt}ms"}]),
+                        metrics=tuple(metrics),
+                        why=f"one {_CCA_WHY[cca]} flow alone on {rate} Mbit/s × {rtt} ms with {_BUFFER_WHY[kind]}",
+                        quick=(cca, rate, rtt, kind) in quick, note=note,
+                    ))  # fmt: skip
+    return out
+
+
+LOSS_RATES = (0.001, 0.01, 0.05, 0.10, 0.15, 0.20, 0.30, 0.50)
+
+
+def _loss_cases() -> list[Case]:
+    out = []
+    for cca in ("bbr", "cubic"):
+        for p in LOSS_RATES:
+            pct = f"{p * 100:g}pct"
+            cid = f"loss/{cca}-{pct}"
+            seeds = (1, 2, 3) if cca == "bbr" and p in (0.15, 0.20) else (1,)
+            why = (f"random loss {p * 100:g} % on 100 Mbit/s × 100 ms, 1 BDP: "
+                   + ("BBR ignores random loss until the loss rate approaches its ProbeBW headroom (the CACM 2017 "
+                      "loss-tolerance figure)" if cca == "bbr" else
+                      "CUBIC's window follows its response function to random loss (RFC 9438)"))  # fmt: skip
+            if len(seeds) > 1:
+                why += "; near BBR v1's loss cliff a single seed is noisy, so three seeds are averaged"
+            metrics = ("goodput", "retrans_rate", "state_time") if cca == "bbr" else ("goodput", "retrans_rate")
+            out.append(Case(
+                id=cid, family="loss",
+                scenario=_scenario(cid, rate="100Mbps", buffer="1bdp", loss=p, flows=[{"cca": cca, "rtt": "100ms"}]),
+                metrics=metrics, why=why, seeds=seeds, quick=(p == 0.01),
+            ))  # fmt: skip
+    return out
+
+
+def _step_cases() -> list[Case]:
+    out = []
+    for cca in ("bbr", "cubic"):
+        for before, after, word in ((10, 20, "up"), (20, 10, "down")):
+            cid = f"step/{cca}-{word}-{before}to{after}M"
+            out.append(Case(
+                id=cid, family="step",
+                scenario=_scenario(cid, rate=f"{before}Mbps", buffer="100KB",
+                                   schedule=[{"at": MEASURE_FROM, "rate": f"{after}Mbps"}],
+                                   flows=[{"cca": cca, "rtt": "40ms"}]),
+                metrics=("time_to_90", "goodput"),
+                why=(f"the capacity steps {word} from {before} to {after} Mbit/s at 10 s (40 ms, 100 KB buffer): how fast "
+                     + ("BBR's max-filtered bandwidth estimate follows (1.25× probing per 8-round cycle up, 10-round "
+                        "window down)" if cca == "bbr" else "CUBIC's window growth (up) or its loss recovery (down) adapts")),
+                quick=(cca, word) in {("bbr", "up"), ("cubic", "down")},
+            ))  # fmt: skip
+    return out
+
+
+def _startup_cases() -> list[Case]:
+    out = []
+    for rate, rtt, quick in ((100, 100, True), (20, 200, False), (500, 50, False)):
+        cid = f"startup/bbr-{rate}M-{rtt}ms-2bdp"
+        out.append(Case(
+            id=cid, family="startup",
+            scenario=_scenario(cid, rate=f"{rate}Mbps", buffer="2bdp", duration="10s", measure_from="2s",
+                               flows=[{"cca": "bbr", "rtt": f"{rtt}ms"}]),
+            metrics=("startup_exit[flow0]", "peak_queue", "state_time"),
+            why=(f"BBR's STARTUP on {rate} Mbit/s × {rtt} ms, 2 BDP: it exits after three rounds without 25 % bandwidth "
+                 "growth (tcp_bbr.c bbr_check_full_bw_reached); the round of the exit and the queue its 2.89× "
+                 "overshoot builds"),
+            quick=quick,
+        ))  # fmt: skip
+    return out
+
+
+def _mix_cases() -> list[Case]:
+    out = []
+    for buf in ("0.5bdp", "2bdp", "8bdp"):
+        cid = f"mix/bbr-vs-cubic-{buf}"
+        out.append(Case(
+            id=cid, family="mix",
+            scenario=_scenario(cid, rate="100Mbps", buffer=buf, duration="60s", measure_from="20s",
+                               flows=[{"cca": "bbr", "rtt": "50ms"}, {"cca": "cubic", "rtt": "50ms"}]),
+            metrics=("share[bbr]", "goodput", "queue_delay_p50", "queue_delay_p95"),
+            why=(f"one BBR and one CUBIC flow on 100 Mbit/s × 50 ms with {buf.replace('bdp', ' BDP')}: BBR's share falls "
+                 "as the buffer deepens (Hock et al. 2017, Ware et al. 2019); the share oscillates over several seconds, "
+                 "so the run is 60 s and measured from 20 s (CUBIC's share is 100 − BBR's)"),
+            quick=buf == "2bdp",
+        ))  # fmt: skip
+    cid = "rtt/2bbr-10ms-vs-50ms"
+    out.append(Case(
+        id=cid, family="rtt",
+        scenario=_scenario(cid, rate="50Mbps", buffer="312500B",
+                           flows=[{"cca": "bbr", "rtt": "10ms"}, {"cca": "bbr", "rtt": "50ms"}]),
+        metrics=("share[flow0]", "share[flow1]", "goodput", "queue_delay_p50"),
+        why=("two BBR flows with 10 ms and 50 ms RTT on 50 Mbit/s, buffer 1 BDP of the 50 ms path (312.5 KB): BBR v1's "
+             "RTT unfairness, the longer RTT takes more (Ma et al. 2017)"),
+        quick=True,
+    ))  # fmt: skip
+    cid = "mix/2bbr-2cubic-1bdp"
+    out.append(Case(
+        id=cid, family="mix",
+        scenario=_scenario(cid, rate="100Mbps", buffer="1bdp", duration="60s", measure_from="20s",
+                           flows=[{"cca": "bbr", "rtt": "50ms", "count": 2}, {"cca": "cubic", "rtt": "50ms", "count": 2}]),
+        metrics=("retrans_rate[bbr]", "retrans_rate[cubic]", "retrans_rate", "share[bbr]", "goodput"),
+        why=("two BBR and two CUBIC flows on 100 Mbit/s × 50 ms, 1 BDP: BBR v1 keeps sending into a full queue, so both "
+             "algorithms retransmit far more than alone (the retransmission counts of Hock et al. 2017)"),
+        quick=True,
+    ))  # fmt: skip
+    return out
+
+
+#: Combinations left out of the matrix, with the reason (printed by --list). The
+#: emulator carries every rate of the matrix (500 Mbit/s at MTU 1500 is its
+#: measured sustained rate, crates/cclab-link/README.md), so none so far.
+DROPPED: tuple[tuple[str, str], ...] = ()
+
+
+def all_cases() -> list[Case]:
+    cases = _single_flow_cases() + _loss_cases() + _step_cases() + _startup_cases() + _mix_cases()
+    ids = [c.id for c in cases]
+    assert len(ids) == len(set(ids)), "duplicate parity case ids"
+    return cases
+
+
+CASES: tuple[Case, ...] = tuple(all_cases())
+
+
+def quick_cases() -> list[Case]:
+    return [c for c in CASES if c.quick]
+
+
+def estimated_wall_s(cases: list[Case] | tuple[Case, ...]) -> float:
+    """Rough wall time of running ``cases`` from scratch (kernel runs one at a time, then the sims)."""
+    total = 0.0
+    for c in cases:
+        total += len(c.seeds) * (c.duration_s * (1 + SIM_S_PER_S) + KERNEL_OVERHEAD_S)
+    return total

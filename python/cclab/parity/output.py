@@ -1,0 +1,289 @@
+"""What `cclab parity` prints and writes: the table, parity.json/parquet, parity.html."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cclab.parity.checks import METRICS, TOLERANCES
+from cclab.parity.matrix import DROPPED, Case, estimated_wall_s
+from cclab.parity.run import CaseResult, ParityOutcome
+
+__all__ = ["list_lines", "list_footer", "results_frame", "results_table", "write_html", "write_results"]
+
+JSON_FILE, PARQUET_FILE, HTML_FILE = "parity.json", "parity.parquet", "parity.html"
+
+
+def _fmt(x: Any, digits: int = 3) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float) and math.isinf(x):
+        return "never" if x > 0 else "-inf"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def _diff(c: Any) -> str:
+    if c.status == "info" and (math.isnan(c.diff) if isinstance(c.diff, float) else False):
+        return "–"
+    text = _fmt(c.diff)
+    if text not in ("–", "0") and isinstance(c.diff, float) and not text.startswith("-") and math.isfinite(c.diff):
+        text = "+" + text
+    if isinstance(c.rel_diff, float) and math.isfinite(c.rel_diff):
+        text += f" ({c.rel_diff * 100:+.0f} %)"
+    return text
+
+
+def _tol(c: Any) -> str:
+    if not c.tolerance:
+        return "–"
+    if isinstance(c.allowed, float) and math.isfinite(c.allowed):
+        return f"±{_fmt(c.allowed)} ({c.tolerance})"
+    return c.tolerance
+
+
+_STATUS_STYLE = {"pass": "green", "fail": "bold red", "info": "dim", "invalid": "yellow", "error": "bold red"}
+
+
+def results_table(outcome: ParityOutcome):  # -> rich.table.Table
+    """One row per check (invalid and failed cases: one row with the reason)."""
+    from rich.table import Table
+
+    t = Table(title=f"cclab parity — {len(outcome.results)} case(s), sim vs kernel", title_justify="left")
+    for name, justify in (("case", "left"), ("metric", "left"), ("sim", "right"), ("kernel", "right"),
+                          ("difference", "right"), ("tolerance", "right"), ("result", "left")):  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in outcome.results:
+        if r.status in ("invalid", "error"):
+            reason = "; ".join(r.invalid_reasons) if r.status == "invalid" else r.error
+            style = _STATUS_STYLE[r.status]
+            t.add_row(r.case.id, reason, "", "", "", "", f"[{style}]{r.status.upper()}[/{style}]")
+            continue
+        for j, c in enumerate(r.checks):
+            style = _STATUS_STYLE[c.status]
+            t.add_row(
+                r.case.id if j == 0 else "", f"{c.metric} ({c.unit})", _fmt(c.sim), _fmt(c.kernel), _diff(c), _tol(c),
+                f"[{style}]{c.status}[/{style}]" + (f" {c.note}" if c.note else ""),
+            )  # fmt: skip
+    return t
+
+
+def summary_line(outcome: ParityOutcome) -> str:
+    n = len(outcome.results)
+    checks = [c for r in outcome.results for c in r.checks if c.status in ("pass", "fail")]
+    failed = sum(1 for c in checks if c.status == "fail")
+    return (f"{n} case(s): {outcome.count('pass')} passed, {outcome.count('fail')} failed, "
+            f"{outcome.count('invalid')} invalid, {outcome.count('error')} error(s); "
+            f"{len(checks) - failed}/{len(checks)} checks within tolerance; "
+            f"{outcome.ran} run(s) made, {outcome.reused} record(s) reused")  # fmt: skip
+
+
+# ---------------------------------------------------------------- machine-readable results
+
+
+def results_frame(outcome: ParityOutcome) -> pd.DataFrame:
+    """One row per check; invalid and error cases one row each (metric empty)."""
+    rows: list[dict[str, Any]] = []
+    for r in outcome.results:
+        base = {"case": r.case.id, "family": r.case.family, "case_status": r.status, "seeds": len(r.case.seeds)}
+        if not r.checks:
+            rows.append({**base, "metric": None, "kind": None, "unit": None, "sim": math.nan, "kernel": math.nan,
+                         "diff": math.nan, "rel_diff": math.nan, "allowed": math.nan, "tolerance": None,
+                         "status": r.status, "note": "; ".join(r.invalid_reasons) or r.error})  # fmt: skip
+        for c in r.checks:
+            rows.append({**base, "metric": c.metric, "kind": c.kind, "unit": c.unit, "sim": c.sim, "kernel": c.kernel,
+                         "diff": c.diff, "rel_diff": c.rel_diff, "allowed": c.allowed, "tolerance": c.tolerance,
+                         "status": c.status, "note": c.note})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _case_dict(r: CaseResult) -> dict[str, Any]:
+    return {
+        "id": r.case.id,
+        "family": r.case.family,
+        "status": r.status,
+        "why": r.case.why,
+        "scenario": r.case.scenario,
+        "description": r.case.describe(),
+        "seeds": list(r.case.seeds),
+        "metrics": list(r.case.metrics),
+        "invalid_reasons": r.invalid_reasons,
+        "error": r.error,
+        "records": {"sim": r.sim_records, "kernel": r.kernel_records},
+        "kernel_attempts": r.kernel_attempts,
+        "checks": [c.as_dict() for c in r.checks],
+    }
+
+
+def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Path, Path]:
+    """parity.json (everything) and parity.parquet (one row per check) in the output directory."""
+    from cclab.metrics import json_safe
+    from cclab.store import atomic_write_text
+
+    doc = {
+        "started_at": outcome.started_at,
+        "wall_s": outcome.wall_s,
+        "selection": selection,
+        "engines": outcome.engines,
+        "exit_code": outcome.exit_code,
+        "counts": {s: outcome.count(s) for s in ("pass", "fail", "invalid", "error")},
+        "tolerances": {k: {"rel": t.rel, "abs": t.abs, "unit": _unit_of(k), "text": t.text, "reason": t.reason}
+                       for k, t in TOLERANCES.items()},  # fmt: skip
+        "cases": [_case_dict(r) for r in outcome.results],
+    }
+    jpath = outcome.out_dir / JSON_FILE
+    atomic_write_text(jpath, json.dumps(json_safe(doc), indent=1, allow_nan=False) + "\n")
+    ppath = outcome.out_dir / PARQUET_FILE
+    tmp = ppath.with_name(f".{ppath.name}.tmp")
+    results_frame(outcome).to_parquet(tmp, index=False)
+    tmp.replace(ppath)
+    return jpath, ppath
+
+
+def _unit_of(kind: str) -> str:
+    return next((m.unit for m in METRICS.values() if m.tolerance == kind), "")
+
+
+# ---------------------------------------------------------------- HTML
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: .2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0 1em; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; } th { background: #f4f4f4; }
+td.l, th.l { text-align: left; } .fail { color: #b00; font-weight: bold; } .pass { color: #080; }
+.invalid { color: #a60; } .info { color: #777; } .sub { color: #666; }
+figure img { max-width: 100%; border: 1px solid #eee; }
+"""
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _checks_html(checks: list[Any]) -> str:
+    head = "".join(f"<th{' class=l' if h in ('metric', 'result') else ''}>{h}</th>"
+                   for h in ("metric", "sim", "kernel", "difference", "tolerance", "result"))  # fmt: skip
+    rows = "".join(
+        f"<tr><td class=l>{_e(c.metric)} ({_e(c.unit)})</td><td>{_fmt(c.sim)}</td><td>{_fmt(c.kernel)}</td>"
+        f"<td>{_e(_diff(c))}</td><td>{_e(_tol(c))}</td><td class='l {c.status}'>{_e(c.status)}"
+        f"{(' — ' + _e(c.note)) if c.note else ''}</td></tr>"
+        for c in checks
+    )
+    return f"<table><tr>{head}</tr>{rows}</table>"
+
+
+def _figure(r: CaseResult, tmp: Path) -> str:
+    """The overlaid time series (kernel solid, sim dashed) of the case's first seed, as an inline PNG."""
+    from cclab.compare import compare_runs, plot_comparison
+    from cclab.record import read_run
+
+    try:
+        c = compare_runs(read_run(r.kernel_records[0]), read_run(r.sim_records[0]))
+        png = plot_comparison(c, tmp / r.case.id.replace("/", "--"), formats=("png",))[0]
+    except Exception as exc:  # noqa: BLE001 — the page still lists the case
+        return f"<p class=fail>figure not drawn: {_e(type(exc).__name__)}: {_e(exc)}</p>"
+    uri = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+    seed = f" (seed {r.case.seeds[0]} of {len(r.case.seeds)})" if len(r.case.seeds) > 1 else ""
+    return (f"<figure><img alt=\"{_e(r.case.id)}\" src=\"{uri}\"><figcaption>{_e(r.case.id)}{seed}: "
+            f"kernel solid, simulator dashed; measure window from {_e(r.case.scenario['measure']['from'])}"
+            "</figcaption></figure>")  # fmt: skip
+
+
+def write_html(outcome: ParityOutcome, selection: dict[str, Any]) -> Path:
+    """parity.html: every failing case with its checks and overlaid time series; invalid cases; the full table."""
+    failing = [r for r in outcome.results if r.status == "fail"]
+    invalid = [r for r in outcome.results if r.status in ("invalid", "error")]
+    parts = [
+        f"<h1>cclab parity: simulator vs kernel</h1><p class=sub>{_e(summary_line(outcome))}. "
+        f"Wall time {outcome.wall_s / 60:.1f} min. Started {_e(outcome.started_at)}; selection {_e(json.dumps(selection))}.</p>",
+        f"<p class=sub>Engines: sim {_e(outcome.engines.get('sim'))}; kernel {_e(outcome.engines.get('kernel'))}. "
+        "A check passes when |sim − kernel| ≤ max(rel × |kernel|, abs) (docs/validation.md, “Parity”).</p>",
+        f"<h2>Failing cases ({len(failing)})</h2>",
+    ]
+    if not failing:
+        parts.append("<p>None.</p>")
+    with tempfile.TemporaryDirectory(prefix="cclab-parity-") as tmpdir:
+        for r in failing:
+            parts.append(f"<h3 id=\"{_e(r.case.id)}\">{_e(r.case.id)}</h3><p class=sub>{_e(r.case.describe())}. "
+                         f"{_e(r.case.why)}.</p>")  # fmt: skip
+            parts.append(_checks_html(r.checks))
+            parts.append(_figure(r, Path(tmpdir)))
+    parts.append(f"<h2>Invalid or failed runs ({len(invalid)})</h2>")
+    if not invalid:
+        parts.append("<p>None.</p>")
+    for r in invalid:
+        why = "; ".join(r.invalid_reasons) if r.status == "invalid" else r.error
+        parts.append(f"<p><b>{_e(r.case.id)}</b> <span class={r.status}>{r.status.upper()}</span>: {_e(why)}</p>")
+    parts.append("<h2>All cases</h2>")
+    for r in outcome.results:
+        if r.status in ("invalid", "error"):
+            continue
+        parts.append(f"<h4>{_e(r.case.id)} <span class={r.status}>{r.status}</span></h4>{_checks_html(r.checks)}")
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>cclab parity</title>"
+            f"<style>{_CSS}</style></head><body>\n" + "\n".join(parts)
+            + f"\n<p class=sub>Generated {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}.</p>"
+            "</body></html>\n")  # fmt: skip
+    path = outcome.out_dir / HTML_FILE
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+# ---------------------------------------------------------------- --list
+
+
+FAMILIES = {
+    "single": "one flow alone: {cubic, bbr, reno} × {20, 100, 500} Mbit/s × {10, 50, 200} ms × 4 buffers",
+    "loss": "random loss on 100 Mbit/s × 100 ms, 1 BDP",
+    "step": "a capacity step at 10 s, 40 ms, 100 KB buffer",
+    "startup": "BBR's STARTUP",
+    "mix": "algorithms sharing the link",
+    "rtt": "BBR flows of different RTTs sharing the link",
+}
+
+
+def list_lines(cases: list[Case]) -> list[str]:
+    """The matrix as plain text: per case its id, quick marker, scenario, metrics and why."""
+    lines: list[str] = []
+    family = None
+    for c in cases:
+        if c.family != family:
+            family = c.family
+            lines += ["", f"== {family}: {FAMILIES.get(family, '')}"]
+        lines.append(f"{c.id}{'  [quick]' if c.quick else ''}")
+        lines.append(f"    scenario: {c.describe()}")
+        lines.append(f"    metrics:  {', '.join(c.metrics)}")
+        lines.append(f"    why:      {c.why}" + (f" ({c.note})" if c.note else ""))
+    return lines
+
+
+def list_footer(cases: list[Case], all_cases: list[Case] | tuple[Case, ...], quick: list[Case]) -> list[str]:
+    lines = []
+    runs = sum(len(c.seeds) for c in cases)
+    lines.append(f"{len(cases)} case(s), {runs} run(s) per backend; estimated wall time from scratch "
+                 f"{estimated_wall_s(cases) / 60:.0f} min (kernel runs one at a time)")  # fmt: skip
+    lines.append(f"full matrix: {len(all_cases)} cases, ~{estimated_wall_s(all_cases) / 60:.0f} min; "
+                 f"--quick: {len(quick)} cases, ~{estimated_wall_s(quick) / 60:.0f} min")  # fmt: skip
+    if DROPPED:
+        lines.append("left out of the matrix:")
+        lines += [f"  {what}: {why}" for what, why in DROPPED]
+    else:
+        lines.append("left out of the matrix: nothing (the emulator carries every combination; "
+                     "500 Mbit/s at MTU 1500 is its measured sustained rate)")  # fmt: skip
+    lines.append("tolerances (|sim − kernel| ≤ max(rel × |kernel|, abs)): "
+                 + "; ".join(f"{k} {t.text}" for k, t in TOLERANCES.items()))  # fmt: skip
+    return lines

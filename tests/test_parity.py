@@ -1,0 +1,404 @@
+"""`cclab parity`: the tolerance logic, metric extraction on synthetic records, the matrix, --list, the runner
+(with a stand-in kernel backend: rerun of invalid runs, INVALID cases, resume, the lock), and the outputs.
+
+The real end-to-end run on the kernel is tests/kernel/test_parity_kernel.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+from helpers import needs_engine, synthetic_ir, synthetic_raw
+from typer.testing import CliRunner
+
+from cclab import api, metrics
+from cclab.cli import app
+from cclab.parity import checks, matrix
+from cclab.parity.checks import evaluate, judge
+from cclab.parity.matrix import CASES, Case
+from cclab.record import Run
+
+runner = CliRunner()
+
+
+# ---------------------------------------------------------------- judge: each tolerance, both sides of it
+
+
+@pytest.mark.parametrize(
+    "kind, kernel, inside, outside",
+    [
+        ("goodput", 100.0, 104.9, 105.1),  # 5 % of 100 Mbit/s
+        ("goodput", 100.0, 95.1, 94.9),
+        ("goodput", 10.0, 11.9, 12.1),  # below 40 Mbit/s the 2 Mbit/s floor is larger than 5 %
+        ("share", 50.0, 54.9, 55.1),  # 5 points
+        ("share", 90.0, 85.1, 84.9),
+        ("queue_delay_p50", 10.0, 11.9, 12.1),  # 20 %
+        ("queue_delay_p50", 1.0, 1.49, 1.51),  # 0.5 ms floor
+        ("retrans_rate", 1.0, 1.29, 1.31),  # 30 % of 1 %
+        ("retrans_rate", 0.1, 0.19, 0.21),  # 0.1 point floor
+        ("startup_exit", 8.5, 9.5, 9.6),  # one round
+        ("startup_exit", 8.5, 7.5, 7.4),
+        ("time_to_90", 1.0, 1.29, 1.31),  # 30 %
+        ("time_to_90", 0.1, 0.129, 0.131),  # no absolute floor
+    ],
+)
+def test_judge_each_tolerance(kind, kernel, inside, outside):
+    status, diff, rel, allowed, note = judge(kind, inside, kernel)
+    assert status == "pass", (kind, inside, kernel, allowed)
+    assert diff == pytest.approx(inside - kernel)
+    assert rel == pytest.approx((inside - kernel) / kernel)
+    assert judge(kind, outside, kernel)[0] == "fail", (kind, outside, kernel)
+
+
+def test_judge_reference_is_the_kernel_and_tolerances_are_the_specified_ones():
+    # relative tolerances are of the kernel value: 5 % of 100 passes 104.9, but 5 % of 95 does not pass 100
+    assert judge("goodput", 104.9, 100.0)[0] == "pass"
+    assert judge("goodput", 100.0, 95.0)[0] == "fail"
+    t = checks.TOLERANCES
+    assert (t["goodput"].rel, t["goodput"].abs) == (0.05, 2.0)
+    assert (t["share"].rel, t["share"].abs) == (0.0, 5.0)
+    assert (t["queue_delay_p50"].rel, t["queue_delay_p50"].abs) == (0.20, 0.5)
+    assert (t["retrans_rate"].rel, t["retrans_rate"].abs) == (0.30, 0.1)
+    assert (t["startup_exit"].rel, t["startup_exit"].abs) == (0.0, 1.0)
+    assert (t["time_to_90"].rel, t["time_to_90"].abs) == (0.30, 0.0)
+    assert all(t[k].reason for k in t)
+
+
+def test_judge_missing_infinite_and_info():
+    assert judge("goodput", math.nan, 10.0)[0] == "fail"
+    assert "no value from sim" in judge("goodput", math.nan, 10.0)[4]
+    assert "kernel" in judge("goodput", 10.0, math.nan)[4]
+    # never reaching 90 %: agreeing is a pass, one side only a failure
+    assert judge("time_to_90", math.inf, math.inf)[:2] == ("pass", 0.0)
+    status, *_rest, note = judge("time_to_90", math.inf, 2.0)
+    assert status == "fail" and note == "sim never reached it"
+    # a metric without a tolerance is information, whatever the values
+    assert judge("", 1.0, 100.0)[0] == "info"
+    assert checks.METRICS["queue_delay_p95"].tolerance is None
+    assert checks.METRICS["state_time"].tolerance is None
+    assert checks.METRICS["peak_queue"].tolerance is None
+
+
+# ---------------------------------------------------------------- evaluate on synthetic records
+
+
+def _run(raw, ir, backend="sim"):
+    flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+    return Run(flows=flows, link=link, summary=metrics.summary(flows, link, ir), meta={"backend": backend, "valid": True}, ir=ir)
+
+
+def _by_metric(cs):
+    return {c.metric: c for c in cs}
+
+
+SPECS = ("goodput", "share[cubic]", "share[flow1]", "queue_delay_p50", "queue_delay_p95", "retrans_rate",
+         "retrans_rate[cubic]")  # fmt: skip
+
+
+def test_evaluate_identical_records_pass():
+    ir = synthetic_ir()
+    run = _run(synthetic_raw(), ir)
+    cs = _by_metric(evaluate("t", SPECS, [run], [_run(synthetic_raw(), ir, "kernel")]))
+    assert set(cs) == {"goodput", "share cubic", "share flow1", "queue delay p50", "queue delay p95", "retrans rate",
+                       "retrans rate cubic"}  # fmt: skip
+    # hand-computed (tests/test_metrics.py): total goodput 3.25 Mbit/s, CUBIC share 2/3.25, queue p50 10 ms
+    assert cs["goodput"].sim == pytest.approx(3.25)
+    assert cs["share cubic"].sim == pytest.approx(200 / 3.25)
+    assert cs["share flow1"].sim == pytest.approx(125 / 3.25)
+    assert cs["queue delay p50"].sim == pytest.approx(10.0)
+    assert cs["retrans rate cubic"].sim == pytest.approx(100 * 3 / 400)  # 3 retransmissions of 400 segments
+    assert cs["retrans rate"].sim == pytest.approx(100 * 3 / 800)
+    assert cs["queue delay p95"].status == "info"
+    assert all(c.status in ("pass", "info") and c.diff == 0 for c in cs.values())
+
+
+def test_evaluate_fails_the_metric_that_differs():
+    ir = synthetic_ir()
+    sim = _run(synthetic_raw(), ir)
+    raw = synthetic_raw()
+    f0 = raw["flows"]["flow_id"] == 0
+    raw["flows"]["delivered_bytes"] = np.where(f0, raw["flows"]["delivered_bytes"] * 1.5, raw["flows"]["delivered_bytes"])
+    cs = _by_metric(evaluate("t", ("goodput", "share[cubic]"), [sim], [_run(raw, ir, "kernel")]))
+    # kernel: CUBIC 3 + Reno 1.25 = 4.25 Mbit/s; the 1 Mbit/s difference is inside the 2 Mbit/s floor
+    assert cs["goodput"].kernel == pytest.approx(4.25) and cs["goodput"].status == "pass"
+    assert cs["goodput"].allowed == pytest.approx(2.0)
+    # share: 61.5 % (sim) vs 70.6 % (kernel) -> 9.1 points > 5
+    assert cs["share cubic"].kernel == pytest.approx(300 / 4.25)
+    assert cs["share cubic"].diff == pytest.approx(200 / 3.25 - 300 / 4.25)
+    assert cs["share cubic"].status == "fail"
+
+
+def test_evaluate_queue_delay_and_retransmissions_fail_outside_tolerance():
+    ir = synthetic_ir()
+    sim = _run(synthetic_raw(), ir)
+    raw = synthetic_raw()
+    raw["link"]["sojourn_sum_ns"] = raw["link"]["sojourn_sum_ns"] * 1.3  # every queue delay 30 % longer
+    raw["flows"]["retrans_segs"] = raw["flows"]["retrans_segs"] * 2
+    cs = _by_metric(evaluate("t", ("queue_delay_p50", "retrans_rate[cubic]"), [sim], [_run(raw, ir, "kernel")]))
+    assert cs["queue delay p50"].kernel == pytest.approx(13.0)
+    assert cs["queue delay p50"].status == "fail"  # |10 - 13| > 20 % of 13
+    assert cs["retrans rate cubic"].kernel == pytest.approx(1.5)
+    assert cs["retrans rate cubic"].status == "fail"  # 0.75 vs 1.5 %: > 30 % and > 0.1 point
+
+
+def test_evaluate_means_over_seeds_and_state_rows_missing_on_one_side_count_zero():
+    ir = synthetic_ir(ccas=("bbr", "reno"))
+
+    def raw_with(states):
+        r = synthetic_raw()
+        r["state_names"] = {"bbr": states, "reno": []}
+        return r
+
+    sim = _run(raw_with(["STARTUP", "PROBE_BW"]), ir)  # cc_state alternates 0, 1 -> window samples 3,4,5,6: 0,1,0,1
+    kern = _run(raw_with(["probe_bw", "probe_rtt"]), ir, "kernel")
+    cs = _by_metric(evaluate("t", ("state_time[bbr]",), [sim], [kern]))
+    assert set(cs) == {"time in probe_bw bbr", "time in probe_rtt bbr", "time in startup bbr"}
+    assert cs["time in startup bbr"].sim == pytest.approx(50) and cs["time in startup bbr"].kernel == 0
+    assert cs["time in probe_rtt bbr"].sim == 0 and cs["time in probe_rtt bbr"].kernel == pytest.approx(50)
+    assert all(c.status == "info" for c in cs.values())
+    # two seeds: the compared value is the mean of the seeds' values
+    raw2 = synthetic_raw()
+    raw2["flows"]["delivered_bytes"] = raw2["flows"]["delivered_bytes"] * 2
+    cs = _by_metric(evaluate("t", ("goodput",), [sim, sim], [kern, _run(raw2, ir, "kernel")]))
+    assert cs["goodput"].kernel == pytest.approx((3.25 + 6.5) / 2)
+    assert cs["goodput"].sim == pytest.approx(3.25)
+
+
+def test_unknown_metric_spec():
+    with pytest.raises(ValueError, match="unknown parity metric 'goodputt'"):
+        checks.parse_spec("goodputt")
+    assert checks.parse_spec("share[flow1]") == ("share", "flow1")
+
+
+# ---------------------------------------------------------------- the matrix
+
+
+def test_matrix_contents():
+    ids = {c.id for c in CASES}
+    single = [c for c in CASES if c.family == "single"]
+    assert len(single) == 3 * 3 * 3 * 4
+    for cca in ("cubic", "bbr", "reno"):
+        for rate in (20, 100, 500):
+            for rtt in (10, 50, 200):
+                for buf in ("0.5bdp", "2bdp", "8bdp"):
+                    assert f"single/{cca}-{rate}M-{rtt}ms-{buf}" in ids
+                shallow = "100KB" if 0.1 * rate * 1e6 * rtt / 1e3 / 8 > 100e3 else "0.1bdp"
+                assert f"single/{cca}-{rate}M-{rtt}ms-{shallow}" in ids
+    assert "single/bbr-500M-200ms-100KB" in ids and "single/bbr-20M-10ms-0.1bdp" in ids
+    loss = {c.id: c for c in CASES if c.family == "loss"}
+    assert len(loss) == 16
+    assert loss["loss/bbr-15pct"].seeds == (1, 2, 3) and loss["loss/bbr-20pct"].seeds == (1, 2, 3)
+    assert loss["loss/cubic-15pct"].seeds == (1,) and loss["loss/bbr-0.1pct"].scenario["link"]["loss"] == 0.001
+    assert {"step/bbr-up-10to20M", "step/bbr-down-20to10M", "step/cubic-up-10to20M", "step/cubic-down-20to10M"} <= ids
+    assert "startup_exit[flow0]" in next(c for c in CASES if c.id == "startup/bbr-100M-100ms-2bdp").metrics
+    assert {"mix/bbr-vs-cubic-0.5bdp", "mix/bbr-vs-cubic-2bdp", "mix/bbr-vs-cubic-8bdp", "rtt/2bbr-10ms-vs-50ms",
+            "mix/2bbr-2cubic-1bdp"} <= ids  # fmt: skip
+    for c in CASES:
+        assert c.why and c.metrics
+        for spec in c.metrics:
+            checks.parse_spec(spec)
+        for seed in c.seeds:
+            _sc, _text, ir = api.prepare(c.scenario_for(seed))
+            assert ir["seed"] == seed
+            assert ir["measure"]["from_ns"] > 0
+
+
+def test_quick_subset_is_unchanged_full_cases_of_about_ten_minutes():
+    quick = matrix.quick_cases()
+    assert 8 <= len(quick) <= 20
+    assert all(c in CASES for c in quick)
+    assert {c.family for c in quick} == {"single", "loss", "step", "startup", "mix", "rtt"}
+    assert 5 * 60 <= matrix.estimated_wall_s(quick) <= 12 * 60
+
+
+def test_list_prints_every_case_and_the_leftouts():
+    r = runner.invoke(app, ["parity", "--list"])
+    assert r.exit_code == 0, r.output
+    for c in CASES:
+        assert f"\n{c.id}" in r.output
+    assert f"{len(CASES)} case(s)" in r.output
+    assert "left out of the matrix" in r.output
+    assert "goodput 5 % or 2 Mbit/s" in r.output
+    q = runner.invoke(app, ["parity", "--list", "--quick"])
+    assert q.exit_code == 0
+    assert f"{len(matrix.quick_cases())} case(s)" in q.output
+    assert "single/cubic-20M-10ms-0.1bdp\n" not in q.output
+    one = runner.invoke(app, ["parity", "--list", "--case", "startup/*"])
+    assert "3 case(s)" in one.output and "startup/bbr-100M-100ms-2bdp" in one.output
+
+
+def _one_line_error(result, *needles):
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_case_pattern_that_matches_nothing():
+    _one_line_error(runner.invoke(app, ["parity", "--case", "nope*"]), "--case nope*", "no case matches")
+
+
+def test_refuses_without_root(monkeypatch, tmp_path):
+    from cclab.kernel import machine
+
+    monkeypatch.setattr(machine, "is_root", lambda: False)
+    r = runner.invoke(app, ["parity", "--quick", "--out", str(tmp_path / "p")])
+    _one_line_error(r, "needs root")
+    assert not (tmp_path / "p").exists()
+
+
+# ---------------------------------------------------------------- the runner, with a stand-in kernel
+
+
+def _tiny(name: str, **link) -> Case:
+    sc = {"name": f"parity-t-{name}", "duration": "3s", "seed": 1, "sample_interval": "10ms", "measure": {"from": "1s"},
+          "link": {"rate": "10Mbps", "delay": "0ms", "buffer": "1bdp", **link}, "flows": [{"cca": "cubic", "rtt": "20ms"}]}  # fmt: skip
+    return Case(id=f"t/{name}", family="t", scenario=sc, metrics=("goodput", "queue_delay_p50", "retrans_rate"), why="test")
+
+
+class StandInKernel:
+    """The simulator posing as the kernel: per scenario name, halve the rate ("fail"), flag every run
+    invalid ("invalid") or only the first ("flaky"). Asserts the kernel lock is held during every run."""
+
+    name = "kernel"
+
+    def __init__(self, lock_path):
+        self.lock_path = lock_path
+        self.calls: dict[str, int] = {}
+
+    def run(self, ir):
+        from cclab.backends.sim import SimBackend
+
+        fd = os.open(self.lock_path, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):  # someone (the runner) holds the lock
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        name = ir["name"].removeprefix("parity-t-")
+        self.calls[name] = self.calls.get(name, 0) + 1
+        ir2 = copy.deepcopy(ir)
+        if name == "fail":
+            ir2["link"]["capacity"]["rate_bps"] //= 2
+        raw = SimBackend().run(ir2)
+        invalid = name == "invalid" or (name == "flaky" and self.calls[name] == 1)
+        raw["meta"] = {"valid": not invalid, "invalid_reasons": ["machine CPU-saturated during the run (99 % busy)"] if invalid else []}
+        return raw
+
+
+@pytest.fixture
+def stand_in(monkeypatch, tmp_path):
+    from cclab.backends import get_backend as real
+
+    lock = str(tmp_path / "kernel.lock")
+    fake = StandInKernel(lock)
+    monkeypatch.setattr(api, "get_backend", lambda name: fake if name == "kernel" else real(name))
+    return fake, lock
+
+
+@needs_engine
+def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand_in, tmp_path):
+    from cclab.cli_parity import finish
+    from cclab.parity.run import run_parity
+    from rich.console import Console
+
+    fake, lock = stand_in
+    cases = [_tiny("pass"), _tiny("fail"), _tiny("invalid"), _tiny("flaky")]
+    out = tmp_path / "out"
+    logs: list[str] = []
+    outcome = run_parity(cases, out, log=logs.append, lock_path=lock)
+    res = {r.case.id: r for r in outcome.results}
+    assert res["t/pass"].status == "pass" and all(c.diff == 0 for c in res["t/pass"].checks)
+    assert res["t/fail"].status == "fail"
+    g = next(c for c in res["t/fail"].checks if c.kind == "goodput")
+    assert g.status == "fail" and g.kernel == pytest.approx(g.sim / 2, rel=0.05)
+    # invalid twice -> INVALID with the reason, never compared
+    assert res["t/invalid"].status == "invalid" and res["t/invalid"].checks == []
+    assert "CPU-saturated" in res["t/invalid"].invalid_reasons[0]
+    assert [a["valid"] for a in res["t/invalid"].kernel_attempts] == [False, False]
+    assert fake.calls["invalid"] == 2
+    # invalid once -> rerun once, the valid rerun is compared
+    assert [a["valid"] for a in res["t/flaky"].kernel_attempts] == [False, True]
+    assert res["t/flaky"].kernel_records[0].endswith("-retry") and res["t/flaky"].status == "pass"
+    assert any("rerunning once" in m for m in logs)
+    assert outcome.exit_code == 1  # t/fail
+    assert outcome.ran == 4 + 6  # 4 sim runs, 6 kernel runs (2 of them reruns)
+
+    # the outputs
+    console = Console(record=True, width=200)
+    code = finish(outcome, {"case": ["t"]}, time.monotonic(), console)
+    assert code == 1
+    text = console.export_text()
+    for word in ("case", "metric", "sim", "kernel", "difference", "tolerance", "result", "t/fail", "INVALID", "wall time"):
+        assert word in text
+    doc = json.loads((out / "parity.json").read_text())
+    assert doc["counts"] == {"pass": 2, "fail": 1, "invalid": 1, "error": 0}
+    assert doc["tolerances"]["goodput"]["text"] == "5 % or 2 Mbit/s"
+    inv = next(c for c in doc["cases"] if c["id"] == "t/invalid")
+    assert inv["checks"] == [] and inv["invalid_reasons"]
+    df = pd.read_parquet(out / "parity.parquet")
+    assert set(df["case"]) == {"t/pass", "t/fail", "t/invalid", "t/flaky"}
+    assert (df.loc[df.case == "t/fail", "status"] == "fail").any()
+    page = (out / "parity.html").read_text()
+    assert page.count("data:image/png;base64,") == 1  # the one failing case's overlaid time series
+    assert "t/invalid" in page and "CPU-saturated" in page
+
+    # resume: every record is reused, nothing runs again, same verdicts
+    before = dict(fake.calls)
+    again = run_parity(cases, out, lock_path=lock)
+    assert again.ran == 0 and fake.calls == before
+    assert [r.status for r in again.results] == [r.status for r in outcome.results]
+    # only the passing cases: exit code 0
+    assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock).exit_code == 0
+    # nothing but invalid cases is not a pass
+    assert run_parity([_tiny("invalid")], out, lock_path=lock).exit_code == 1
+
+
+@needs_engine
+def test_runner_new_sim_engine_reruns_only_the_sim(stand_in, tmp_path, monkeypatch):
+    from cclab.parity import run as prun
+
+    fake, lock = stand_in
+    out = tmp_path / "out"
+    prun.run_parity([_tiny("pass")], out, lock_path=lock)
+    monkeypatch.setattr(prun, "sim_engine_key", lambda: "0.1.0+rebuilt")
+    o = prun.run_parity([_tiny("pass")], out, lock_path=lock)
+    assert o.ran == 1 and fake.calls["pass"] == 1  # the sim ran again, the kernel record was reused
+
+
+# ---------------------------------------------------------------- the lock
+
+
+def test_lock_inherited_from_flock_does_not_deadlock(tmp_path):
+    lock = tmp_path / "k.lock"
+    code = ("from cclab.parity.lock import kernel_lock\n"
+            f"with kernel_lock({str(lock)!r}):\n    print('inside', flush=True)\n")  # fmt: skip
+    r = subprocess.run(["flock", str(lock), sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "inside" in r.stdout, r.stderr
+
+
+def test_lock_waits_for_another_holder(tmp_path):
+    from cclab.parity.lock import kernel_lock
+
+    lock = str(tmp_path / "k.lock")
+    code = ("from cclab.parity.lock import kernel_lock\n"
+            f"with kernel_lock({lock!r}, on_wait=lambda: print('waiting', flush=True)):\n    print('inside', flush=True)\n")  # fmt: skip
+    with kernel_lock(lock):
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "waiting"
+        time.sleep(0.2)
+        assert p.poll() is None  # still waiting while we hold it
+    out, _ = p.communicate(timeout=60)
+    assert out.strip() == "inside" and p.returncode == 0
