@@ -171,6 +171,13 @@ def register(app: typer.Typer) -> None:
             except Exception as e:  # noqa: BLE001 — the runs are kept; say what failed
                 typer.secho(f"report failed: {type(e).__name__}: {e}", fg="red", err=True)
                 code |= 1
+        from cclab.presets import published
+
+        try:
+            published.print_table(published.compare(preset, out, quick=quick), quick=quick)
+        except published.PublishedError as e:
+            typer.secho(f"published values: {e}", fg="red", err=True)
+            code |= 1
         raise typer.Exit(code)
 
 

@@ -16,7 +16,9 @@ trials = 5                      # trial i runs with seed = base seed + i
 Optional extras: `name`, `description`, `[[figures]]` (figure specs that
 `cclab plot`/`cclab report` draw, see `cclab.figures`) and a `[quick]` table
 (`trials`, `[quick.axes]`, `[quick.zip]`, `[quick.base]` with dotted paths)
-that `--quick` applies on top of the file (used by the presets).
+that `--quick` applies on top of the file (used by the presets), and
+`[[published]]` (a preset's published values, read by `cclab.presets.published`;
+running a sweep ignores it).
 
 Axes are applied to the *raw* scenario dict before validation, so a bad
 value gets the schema's own error, prefixed with the axis that produced it.
@@ -48,7 +50,7 @@ from typing import Any
 #: scenario schema's default).
 DEFAULT_SEED = 1
 
-_ALLOWED_KEYS = {"base", "trials", "axes", "zip", "name", "description", "figures", "quick"}
+_ALLOWED_KEYS = {"base", "trials", "axes", "zip", "name", "description", "figures", "quick", "published"}
 _QUICK_KEYS = {"trials", "axes", "zip", "base"}
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 

@@ -1,8 +1,11 @@
 """Built-in presets: the seed studies, one sweep file each (see README.md here).
 
 `cclab reproduce NAME [--quick]` runs a preset's sweep file(s), then writes
-each sweep's figures and HTML report. A preset is usually one file; `bbr-loss`
-has two (the constant-rate link of P1 and the Verizon LTE trace of P11).
+each sweep's figures and HTML report, then prints the study's published values
+beside the measured ones (the files' `[[published]]` tables, `published.py`).
+A preset is usually one file; `bbr-loss` has two (the constant-rate link of P1
+and the Verizon LTE trace of P11). Presets whose ref ends in "var" are
+documented variants of a study's setup (a different buffer, window or path).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ HERE = Path(__file__).parent
 @dataclass(frozen=True)
 class Preset:
     name: str
-    ref: str  # rows of the table in VALIDATION.md
+    ref: str  # rows of the published-results table in docs/validation.md
     title: str
     files: tuple[str, ...]
 
@@ -52,6 +55,8 @@ PRESETS: dict[str, Preset] = {
     for p in (
         Preset("bbr-loss", "P1, P11", "throughput vs random loss, BBR vs CUBIC (100 Mbps/100 ms and Verizon LTE)",
                ("bbr-loss.toml", "bbr-loss-verizon.toml")),
+        Preset("bbr-loss-1bdp", "P1 var", "the P1 loss sweep with a 1 BDP buffer and no window limit",
+               ("bbr-loss-1bdp.toml",)),
         Preset("bbr-bandwidth-step", "P2", "BBR follows a doubling and a halving of the bandwidth",
                ("bbr-bandwidth-step.toml",)),
         Preset("bbr-cubic-queue", "P3", "queue on a deep buffer: CUBIC fills it, BBR keeps it empty",
@@ -63,8 +68,12 @@ PRESETS: dict[str, Preset] = {
         Preset("bbr-cubic-cycles", "P6", "2 BBR + 2 CUBIC at 1.75 BDP: the ~20 s share cycle",
                ("bbr-cubic-cycles.toml",)),
         Preset("ten-and-ten", "P7", "10 CUBIC + 10 BBR on 1 Gbps: cyclic throughput", ("ten-and-ten.toml",)),
+        Preset("ten-and-ten-paths", "P7 var", "10 CUBIC + 10 BBR: RTT x buffer, where the cycle appears",
+               ("ten-and-ten-paths.toml",)),
         Preset("when-to-use-bbr", "P8", "goodput-gain and retransmission heatmaps over RTT x bandwidth x buffer",
                ("when-to-use-bbr.toml",)),
+        Preset("when-to-use-bbr-stock-rwnd", "P8 var", "P8 with a stock Linux receive window (3 MiB)",
+               ("when-to-use-bbr-stock-rwnd.toml",)),
         Preset("rtt-unfairness", "P9", "BBR flows with 10 and 50 ms RTT: the longer RTT wins",
                ("rtt-unfairness.toml",)),
         Preset("joining-flows", "P10", "a BBR flow joining 200-1000 ms later: convergence, Jain's index",
