@@ -23,7 +23,8 @@ def _ir(n_flows: int = 1, rtt_ms: float = 100.0, start_s: float = 0.0, from_s: f
 
 
 def _flows(rows: list[dict]) -> pd.DataFrame:
-    base = {"active": True, "state": None, "goodput_bps": 0.0, "send_rate_bps": 0.0, "retrans_segs": 0.0}
+    base = {"active": True, "state": None, "goodput_bps": 0.0, "throughput_bps": 0.0, "send_rate_bps": 0.0,
+            "retrans_segs": 0.0}  # fmt: skip
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -80,25 +81,29 @@ def test_startup_exit_rounds():
 
 
 def test_time_to_rate_after_a_step():
-    # 10 ms samples; step at 10 s to 20 Mbit/s. Goodput 9.6 Mbit/s until 10.50 s, then 19 Mbit/s.
+    # 10 ms samples; step at 10 s to 20 Mbit/s. Bottleneck throughput 9.6 Mbit/s until 10.50 s, then 19 Mbit/s.
     t = np.round(np.arange(1, 2001) * 0.01, 2)
     g = np.where(t <= 10.5, 9.6e6, 19e6)
-    f = _flows([{"time_s": float(a), "flow_id": 0, "goodput_bps": float(b)} for a, b in zip(t, g)])
-    # 100 ms trailing mean >= 18 Mbit/s: the window (10.50, 10.60] is all 19 -> ends at 10.60, 0.60 s after the step;
-    # the window ending at 10.59 holds one 9.6 sample: (9*19 + 9.6)/10 = 18.06 >= 18 -> 0.59 s.
+    f = _flows([{"time_s": float(a), "flow_id": 0, "throughput_bps": float(b)} for a, b in zip(t, g)])
+    # 100 ms trailing mean >= 18 Mbit/s: the window ending at 10.59 holds one 9.6 sample: (9*19 + 9.6)/10 = 18.06
+    # -> 0.59 s; the one ending at 10.58 holds two: 17.12
     assert metrics.time_to_rate(f, 10.0, 20e6) == pytest.approx(0.59)
     # 95 % (19 Mbit/s) needs the full window -> 0.60 s
     assert metrics.time_to_rate(f, 10.0, 20e6, fraction=0.95) == pytest.approx(0.60)
-    # two flows' goodput is summed
-    two = pd.concat([f.assign(goodput_bps=f.goodput_bps / 2), f.assign(flow_id=1, goodput_bps=f.goodput_bps / 2)])
+    # two flows are summed
+    two = pd.concat([f.assign(throughput_bps=f.throughput_bps / 2), f.assign(flow_id=1, throughput_bps=f.throughput_bps / 2)])
     assert metrics.time_to_rate(two, 10.0, 20e6) == pytest.approx(0.59)
     # never reaching it -> inf; a step down to 10 Mbit/s is met by the first full window after it
     assert metrics.time_to_rate(f, 10.0, 40e6) == math.inf
-    down = f.assign(goodput_bps=np.where(t <= 10.0, 19e6, 9.6e6))
+    down = f.assign(throughput_bps=np.where(t <= 10.0, 19e6, 9.6e6))
     assert metrics.time_to_rate(down, 10.0, 10e6) == pytest.approx(0.10)
-    # a bursty series: goodput only every other sample (2x), the trailing mean smooths it
-    burst = f.assign(goodput_bps=np.where((np.round(t * 100) % 2 == 0) & (t > 11), 38e6, 0.0))
+    # a bursty series: a burst every other sample (2x the rate), the trailing mean smooths it
+    burst = f.assign(throughput_bps=np.where((np.round(t * 100) % 2 == 0) & (t > 11), 38e6, 0.0))
     assert metrics.time_to_rate(burst, 10.0, 20e6) == pytest.approx(1.10, abs=0.011)
+    # goodput instead of throughput, by column: only the goodput has a stall after the step
+    stalled = down.assign(goodput_bps=np.where((t > 10.05) & (t <= 10.2), 0.0, 9.3e6))
+    assert metrics.time_to_rate(stalled, 10.0, 10e6) == pytest.approx(0.10)
+    assert metrics.time_to_rate(stalled, 10.0, 10e6, column="goodput_bps", fraction=0.9) == pytest.approx(0.30)
 
 
 def test_peak_queue_bytes():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import fcntl
+import io
 import json
 import math
 import os
@@ -336,7 +337,7 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     assert outcome.ran == 4 + 6  # 4 sim runs, 6 kernel runs (2 of them reruns)
 
     # the outputs
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=200, file=io.StringIO())
     code = finish(outcome, {"case": ["t"]}, time.monotonic(), console)
     assert code == 1
     text = console.export_text()

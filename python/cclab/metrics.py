@@ -641,19 +641,28 @@ def startup_exit_rounds(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int
 
 
 def time_to_rate(
-    flows: pd.DataFrame, at_s: float, rate_bps: float, *, fraction: float = 0.9, window_s: float = 0.1
+    flows: pd.DataFrame,
+    at_s: float,
+    rate_bps: float,
+    *,
+    fraction: float = 0.9,
+    window_s: float = 0.1,
+    column: str = "throughput_bps",
 ) -> float:
-    """Seconds after a capacity change at ``at_s`` until the flows' goodput reaches ``fraction`` of ``rate_bps``.
+    """Seconds after a capacity change at ``at_s`` until the flows' rate reaches ``fraction`` of ``rate_bps``.
 
-    The total goodput of all flows is averaged over a trailing window of
-    ``window_s`` (100 ms by default: in-order delivery at 10 ms samples is
-    bursty), using only samples after ``at_s``; the result is the end of the
-    first window whose mean is ≥ ``fraction × rate_bps``, minus ``at_s`` — so
-    it is at least ``window_s``. +inf when the goodput never gets there.
-    Goodput is payload, so a flow can reach at most mss/(mss+headers) ≈ 96.5 %
-    of the rate; 90 % is reachable.
+    The rate is ``column`` summed over all flows — by default their
+    throughput at the bottleneck (wire bytes leaving it), which can reach the
+    full link rate and does not show the receiver's head-of-line stalls during
+    loss recovery (goodput does: a hole holds back an RTT of data, then
+    releases it at once, so where a 100 ms window first crosses 90 % would
+    depend on the 10 ms placement of a stall). The sum is averaged over a
+    trailing window of ``window_s`` (100 ms by default), using only samples
+    after ``at_s``; the result is the end of the first window whose mean is
+    ≥ ``fraction × rate_bps``, minus ``at_s`` — so it is at least
+    ``window_s``. +inf when the rate never gets there.
     """
-    total = flows.groupby("time_s", sort=True)["goodput_bps"].sum()
+    total = flows.groupby("time_s", sort=True)[column].sum()
     after = total.loc[total.index > at_s + 1e-9]
     if after.empty:
         return math.inf
@@ -666,7 +675,7 @@ def time_to_rate(
     csum = np.cumsum(np.insert(g * dt, 0, 0.0))
     tsum = np.cumsum(np.insert(dt, 0, 0.0))
     mean = (csum[n:] - csum[:-n]) / (tsum[n:] - tsum[:-n])
-    hit = np.flatnonzero(mean >= fraction * rate_bps)
+    hit = np.flatnonzero(mean >= fraction * rate_bps * (1 - 1e-12))
     return float(t[n - 1 + int(hit[0])] - at_s) if hit.size else math.inf
 
 

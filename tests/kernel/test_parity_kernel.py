@@ -5,6 +5,7 @@ and the results files. Needs root (skips with the reason otherwise); wrap the ru
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import time
@@ -66,7 +67,7 @@ def test_parity_end_to_end_on_the_kernel(tmp_path, kernel_ready, no_leftovers):
     assert 3.0 <= exit_rounds <= 40.0, exit_rounds  # BBR needs at least 3 rounds without growth to leave STARTUP
     assert checks.extract("peak_queue", bbr)["peak queue"] > 0
 
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=200, file=io.StringIO())
     code = finish(outcome, {"case": ["k/*"]}, t0, console)
     text = console.export_text()
     print(text)

@@ -154,7 +154,8 @@ METRICS: dict[str, MetricDef] = {
     "startup_exit": MetricDef("startup exit", "rounds", "startup_exit", _startup_exit,
                               "time of leaving STARTUP, in base RTTs after the flow's start"),
     "time_to_90": MetricDef("time to 90 %", "s", "time_to_90", _time_to_90,
-                            "seconds after the rate step until the goodput (100 ms mean) reaches 90 % of the new rate"),
+                            "seconds after the rate step until the flows' throughput at the bottleneck (100 ms mean) "
+                            "reaches 90 % of the new rate"),
     "peak_queue": MetricDef("peak queue", "KB", None, _peak_queue, "largest sampled queue over the run"),
 }
 

@@ -38,6 +38,9 @@ def _fmt(x: Any, digits: int = 3) -> str:
 def _diff(c: Any) -> str:
     if c.status == "info" and (math.isnan(c.diff) if isinstance(c.diff, float) else False):
         return "–"
+    scale = max([1.0] + [abs(v) for v in (c.sim, c.kernel) if isinstance(v, float) and math.isfinite(v)])
+    if isinstance(c.diff, float) and abs(c.diff) <= 1e-9 * scale:  # rounding noise, e.g. 1.8e-14
+        return "0"
     text = _fmt(c.diff)
     if text not in ("–", "0") and isinstance(c.diff, float) and not text.startswith("-") and math.isfinite(c.diff):
         text = "+" + text
@@ -69,13 +72,13 @@ def results_table(outcome: ParityOutcome):  # -> rich.table.Table
         if r.status in ("invalid", "error"):
             reason = "; ".join(r.invalid_reasons) if r.status == "invalid" else r.error
             style = _STATUS_STYLE[r.status]
-            t.add_row(r.case.id, reason, "", "", "", "", f"[{style}]{r.status.upper()}[/{style}]")
+            t.add_row(r.case.id, reason, "", "", "", "", f"[{style}]{r.status.upper()}[/{style}]", end_section=True)
             continue
         for j, c in enumerate(r.checks):
             style = _STATUS_STYLE[c.status]
             t.add_row(
                 r.case.id if j == 0 else "", f"{c.metric} ({c.unit})", _fmt(c.sim), _fmt(c.kernel), _diff(c), _tol(c),
-                f"[{style}]{c.status}[/{style}]" + (f" {c.note}" if c.note else ""),
+                f"[{style}]{c.status}[/{style}]" + (f" {c.note}" if c.note else ""), end_section=j == len(r.checks) - 1,
             )  # fmt: skip
     return t
 
