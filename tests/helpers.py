@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cclab.resolve import IR_VERSION, host_ir
+
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,7 +30,7 @@ WIRE = 1500
 
 def synthetic_ir(n_samples: int = 6, ccas: tuple[str, ...] = ("cubic", "reno")) -> dict:
     return {
-        "ir_version": 1,
+        "ir_version": IR_VERSION,
         "name": "synthetic",
         "duration_ns": n_samples * SEC,
         "seed": 1,
@@ -49,6 +51,7 @@ def synthetic_ir(n_samples: int = 6, ccas: tuple[str, ...] = ("cubic", "reno")) 
              "start_ns": 0, "stop_ns": None, "bytes": None, "rwnd_bytes": None}
             for i, c in enumerate(ccas)
         ],
+        "host": host_ir(4_000_000, 20_000_000 * len(ccas), 15000),
     }  # fmt: skip
 
 

@@ -118,7 +118,7 @@ def test_integers_are_integers() -> None:
 def test_constant_link_values() -> None:
     ir = resolve(scenario_from_dict(small(seed=7, sample_interval="100ms", measure={"from": "10s"},
                                           link={"delay": "5ms", "loss": "0.5%"})))
-    assert ir["ir_version"] == 1
+    assert ir["ir_version"] == 2
     assert ir["duration_ns"] == 30 * S
     assert ir["seed"] == 7
     assert ir["sample_interval_ns"] == 100 * MS
@@ -128,6 +128,9 @@ def test_constant_link_values() -> None:
     assert ir["link"]["delay_ns"] == 5 * MS
     assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
     assert ir["link"]["schedule"] == [] and ir["link"]["aqm"] == "droptail"
+    # host: Linux's initial buffers; max(64 MiB, 4 × 50 Mbit/s × RTT + buffer) is the floor here
+    assert ir["host"] == {"tcp_rmem": [4096, 131072, 64 << 20], "tcp_wmem": [4096, 16384, 64 << 20],
+                          "rcv_truesize": 2304}
 
 
 def test_defaults() -> None:
@@ -374,3 +377,14 @@ def test_example_values() -> None:
     assert ir["duration_ns"] == 30 * S and {f["cca"] for f in ir["flows"]} == {"cubic", "reno"}
     ir = resolve(load_scenario(REPO / "examples" / "rate-step.toml"))
     assert [c["rate_bps"] for c in ir["link"]["schedule"]] == [20_000_000, 10_000_000]
+
+
+def test_host_buffers_cover_the_largest_bdp() -> None:
+    # docs/ir.md `host`: tcp_rmem/wmem max = max(64 MiB, 4 × highest rate × longest RTT + buffer),
+    # so no socket buffer caps a flow; keys as the Rust `Host` struct.
+    ir = resolve(scenario_from_dict(small(link={"rate": "1Gbps", "buffer": "10MB"},
+                                          flows=[{"cca": "cubic", "rtt": "200ms"}])))
+    expected_max = 4 * 10**9 * 200 * MS // (8 * S) + 10_000_000
+    assert ir["host"]["tcp_rmem"] == [4096, 131072, expected_max]
+    assert ir["host"]["tcp_wmem"] == [4096, 16384, expected_max]
+    assert set(ir["host"]) == rust_fields("Host")

@@ -17,6 +17,13 @@ scenario was built):
 BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
 rate) and the minimum RTT over all flows:
 ``bytes = ⌈X · rate · rtt / 8⌉``, computed exactly (rationals, no floats).
+
+The end hosts' TCP settings (``host``) are part of the IR so that both
+backends use the same: Linux's default initial buffers (``tcp_rmem`` 128 KiB,
+``tcp_wmem`` 16 KiB), a maximum of max(64 MiB, 4 × BDP + buffer) with the BDP
+from the highest rate and the longest RTT (so no socket buffer ever limits a
+flow), and the receive memory of one full segment on the kernel backend's
+TUN device (``rcv_truesize``, measured: 2304 bytes).
 """
 
 from __future__ import annotations
@@ -33,10 +40,30 @@ from .errors import ScenarioError
 from .scenario import HEADER_BYTES, Cca, LossModel, Scenario, known_algorithms
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
-__all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp"]
+__all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir"]
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
-IR_VERSION = 1
+IR_VERSION = 2
+
+#: net.ipv4.tcp_rmem / tcp_wmem min and default (Linux's defaults; the default is the initial buffer).
+TCP_RMEM_MIN_DEFAULT = (4096, 131072)
+TCP_WMEM_MIN_DEFAULT = (4096, 16384)
+#: The socket-buffer maximum never goes below this (Linux 6.18's tcp_rmem max is 32 MiB).
+SOCKET_BUFFER_FLOOR = 64 << 20
+#: skb->truesize of a full 1448-byte segment received on the kernel backend's TUN device
+#: (sock_diag SKMEMINFO: 11 520 bytes of receive memory for 5 held segments).
+RCV_TRUESIZE = 2304
+
+
+def host_ir(max_rate_bps: float, max_rtt_ns: int, buffer_bytes: int) -> dict[str, Any]:
+    """The IR's ``host`` section: Linux's initial socket buffers, a maximum of
+    max(64 MiB, 4 × max rate × max RTT + buffer), the TUN receive truesize."""
+    buffer_max = max(SOCKET_BUFFER_FLOOR, int(4 * max_rate_bps * max_rtt_ns / 8e9) + int(buffer_bytes))
+    return {
+        "tcp_rmem": [*TCP_RMEM_MIN_DEFAULT, buffer_max],
+        "tcp_wmem": [*TCP_WMEM_MIN_DEFAULT, buffer_max],
+        "rcv_truesize": RCV_TRUESIZE,
+    }
 
 
 def canonical_json(ir: dict[str, Any]) -> str:
@@ -236,6 +263,8 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
         buffer["bytes"] = nbytes_buffer
 
+    max_rate = max([float(initial_rate)] + [float(c["rate_bps"]) for c in schedule if c.get("rate_bps")])
+    max_rtt = max(flow["rtt_ns"] for flow in flows)
     return {
         "ir_version": IR_VERSION,
         "name": scenario.name,
@@ -254,4 +283,5 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "aqm": link.aqm,
         },
         "flows": flows,
+        "host": host_ir(max_rate, max_rtt, buffer["bytes"] or 0),
     }

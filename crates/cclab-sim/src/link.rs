@@ -21,6 +21,8 @@ pub struct Packet {
     pub seq: u32,
     /// Bytes on the wire (payload + headers).
     pub wire: u32,
+    /// The TCP timestamp echo (TSecr, ms) it carries to the receiver.
+    pub tsecr_ms: u32,
     /// When it entered the bottleneck queue.
     pub enqueued: Time,
 }
@@ -307,7 +309,7 @@ mod tests {
     use super::*;
 
     fn pkt(seq: u32, wire: u32) -> Packet {
-        Packet { flow: 0, seq, wire, enqueued: Time::ZERO }
+        Packet { flow: 0, seq, wire, tsecr_ms: 0, enqueued: Time::ZERO }
     }
     fn link(rate: u64, bytes: Option<u64>, packets: Option<u64>) -> Bottleneck {
         Bottleneck::new(

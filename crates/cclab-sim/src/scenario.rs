@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const IR_VERSION: u32 = 1;
+pub const IR_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +26,22 @@ pub struct Scenario {
     pub header_bytes: u32,
     pub link: Link,
     pub flows: Vec<Flow>,
+    /// The end hosts' TCP settings (both backends use the same).
+    pub host: Host,
+}
+
+/// End-host TCP settings: what the kernel backend writes into its
+/// namespaces' sysctls, and what the simulator's receiver models.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// `net.ipv4.tcp_rmem`: min, default (initial receive buffer), max.
+    pub tcp_rmem: [u64; 3],
+    /// `net.ipv4.tcp_wmem`: min, default, max (the simulator never runs out of send buffer).
+    pub tcp_wmem: [u64; 3],
+    /// Receive memory one full segment costs (`skb->truesize`), a property of
+    /// the receiving device: 2304 for the kernel backend's TUN device.
+    pub rcv_truesize: u32,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -11,8 +11,9 @@ use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
 use crate::rng::{mix, Rng};
 use crate::scenario::{Flow, Scenario, IR_VERSION};
+use crate::tcp::rcvwnd::RcvConfig;
 use crate::tcp::receiver::{Ack, Receiver};
-use crate::tcp::sender::{Sender, Transmit};
+use crate::tcp::sender::{Handshake, Sender, Transmit};
 use crate::time::{Bandwidth, Dur, Time};
 
 /// RNG stream labels (so streams never collide).
@@ -21,8 +22,9 @@ const STREAM_CC: u64 = 1 << 32;
 
 struct FlowState {
     cfg: Flow,
-    /// Built at start time.
-    sender: Option<Sender>,
+    /// The connection is established at time zero; the application writes
+    /// from the flow's start time.
+    sender: Sender,
     receiver: Receiver,
     access: Pipe<Packet>,
     acks: Pipe<Ack>,
@@ -45,6 +47,7 @@ pub struct Sim {
     out: Output,
     tx_buf: Vec<Transmit>,
     pkt_buf: Vec<Packet>,
+    ack_buf: Vec<Ack>,
     events: u64,
     last_sample: Time,
 }
@@ -72,6 +75,13 @@ fn validate(sc: &Scenario) -> Result<(), String> {
     if sc.link.buffer.bytes.is_none() && sc.link.buffer.packets.is_none() {
         return Err("link.buffer needs bytes or packets".into());
     }
+    let [rmin, rdef, rmax] = sc.host.tcp_rmem;
+    if !(rmin <= rdef && rdef <= rmax && rdef > 0) || rmax > u32::MAX as u64 {
+        return Err(format!("host.tcp_rmem {:?} must be min ≤ default ≤ max, default > 0, max < 4 GiB", sc.host.tcp_rmem));
+    }
+    if sc.host.rcv_truesize < sc.mss {
+        return Err(format!("host.rcv_truesize {} is below mss {}", sc.host.rcv_truesize, sc.mss));
+    }
     for f in &sc.flows {
         if f.rtt_ns < 2 * sc.link.delay_ns {
             return Err(format!("flows[{}].rtt {} ns is below twice the bottleneck delay", f.id, f.rtt_ns));
@@ -86,17 +96,35 @@ impl Sim {
         let link = Bottleneck::new(&sc.link.capacity, Dur(sc.link.delay_ns), sc.link.buffer.clone(), sc.link.loss.clone());
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
+        let rcv_cfg = RcvConfig { mss: sc.mss, truesize: sc.host.rcv_truesize, rmem: sc.host.tcp_rmem };
         for f in &sc.flows {
-            // Validate the algorithm now so a bad name fails before running.
-            let cc = Cc::new(&f.cca, &f.cca_params, 0).map_err(|CcError(m)| format!("flows[{}].cca: {m}", f.id))?;
+            let cc = Cc::new(&f.cca, &f.cca_params, mix(sc.seed, STREAM_CC + f.id as u64))
+                .map_err(|CcError(m)| format!("flows[{}].cca: {m}", f.id))?;
             if !state_names.iter().any(|(n, _)| n == &f.cca) {
                 state_names.push((f.cca.clone(), cc.state_names().iter().map(|s| s.to_string()).collect()));
             }
             let fwd = f.rtt_ns / 2;
+            // Every connection is set up at time zero, before any flow starts,
+            // over the idle path: the handshake measures the base RTT (as the
+            // kernel backend, which connects all flows before the run).
+            let rtt = Dur(f.rtt_ns);
+            let receiver = Receiver::new(Time::ZERO, rcv_cfg, rtt);
+            let handshake = Handshake { rtt: Some(rtt), wnd_end: receiver.initial_wnd_end() };
+            let sender = Sender::new(
+                Time::ZERO,
+                cc,
+                sc.mss,
+                sc.header_bytes,
+                f.bytes,
+                Time(f.start_ns),
+                f.stop_ns.map(Time),
+                f.rwnd_bytes,
+                handshake,
+            );
             flows.push(FlowState {
                 cfg: f.clone(),
-                sender: None,
-                receiver: Receiver::default(),
+                sender,
+                receiver,
                 access: Pipe::default(),
                 acks: Pipe::default(),
                 access_delay: Dur(fwd - sc.link.delay_ns),
@@ -138,6 +166,7 @@ impl Sim {
             out,
             tx_buf: Vec::with_capacity(64),
             pkt_buf: Vec::with_capacity(8),
+            ack_buf: Vec::with_capacity(2),
             events: 0,
             last_sample: Time::ZERO,
         })
@@ -209,18 +238,24 @@ impl Sim {
     fn receive(&mut self, now: Time, pkt: Packet) {
         let f = pkt.flow as usize;
         let fl = &mut self.flows[f];
-        let had_delack = fl.receiver.delack_at.is_some();
-        if let Some(ack) = fl.receiver.on_segment(now, pkt.seq) {
+        let had_timer = fl.receiver.next_deadline();
+        let mut acks = std::mem::take(&mut self.ack_buf);
+        acks.clear();
+        let payload = pkt.wire - self.scenario.header_bytes;
+        fl.receiver.on_segment_all(now, pkt.seq, payload, pkt.tsecr_ms, &mut acks);
+        for ack in acks.drain(..) {
             if fl.acks.push(now + fl.ack_delay, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }
+        self.ack_buf = acks;
         if let (Some(total), None) = (fl.total_bytes, fl.completion) {
             if fl.receiver.rcv_nxt as u64 * self.scenario.mss as u64 >= total {
                 fl.completion = Some(now);
             }
         }
-        if !had_delack && fl.receiver.delack_at.is_some() {
+        let timer = fl.receiver.next_deadline();
+        if timer.is_some() && timer != had_timer {
             self.rearm(f);
         }
     }
@@ -228,11 +263,9 @@ impl Sim {
     fn on_ack_path(&mut self, now: Time, f: usize) {
         let mut tx = std::mem::take(&mut self.tx_buf);
         while let Some(ack) = self.flows[f].acks.pop_due(now) {
-            if let Some(s) = self.flows[f].sender.as_mut() {
-                tx.clear();
-                s.on_ack(now, &ack, &mut tx);
-                self.emit(now, f, &tx);
-            }
+            tx.clear();
+            self.flows[f].sender.on_ack(now, &ack, &mut tx);
+            self.emit(now, f, &tx);
         }
         self.tx_buf = tx;
         if let Some(t) = self.flows[f].acks.head_time() {
@@ -247,7 +280,7 @@ impl Sim {
         let header = self.scenario.header_bytes;
         let exit = now + fl.access_delay;
         for t in tx {
-            let pkt = Packet { flow: f as u32, seq: t.seq, wire: t.payload + header, enqueued: now };
+            let pkt = Packet { flow: f as u32, seq: t.seq, wire: t.payload + header, tsecr_ms: t.tsecr_ms, enqueued: now };
             if fl.access.push(exit, pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
@@ -263,19 +296,18 @@ impl Sim {
         self.flows[f].wake_at = None;
         let mut tx = std::mem::take(&mut self.tx_buf);
         tx.clear();
-        let start = Time(self.flows[f].cfg.start_ns);
-        if self.flows[f].sender.is_none() && now >= start {
-            self.start_flow(now, f);
-        }
         let fl = &mut self.flows[f];
-        if let Some(s) = fl.sender.as_mut() {
-            s.on_xmit_timer(now, &mut tx);
-            if s.pacing_blocked && s.pace_next <= now || s.stop_time().is_some_and(|t| t <= now) {
-                s.try_send(now, &mut tx);
-            }
-            s.ensure_timer(now);
+        let s = &mut fl.sender;
+        if now.0 == fl.cfg.start_ns && s.snd_nxt == 0 {
+            // The application starts writing.
+            s.try_send(now, &mut tx);
         }
-        if let Some(ack) = fl.receiver.on_delack_timer(now) {
+        s.on_xmit_timer(now, &mut tx);
+        if s.pacing_blocked && s.pace_next <= now || s.stop_time().is_some_and(|t| t <= now) {
+            s.try_send(now, &mut tx);
+        }
+        s.ensure_timer(now);
+        if let Some(ack) = fl.receiver.on_timer(now) {
             if fl.acks.push(now + fl.ack_delay, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
@@ -285,23 +317,12 @@ impl Sim {
         self.rearm(f);
     }
 
-    fn start_flow(&mut self, now: Time, f: usize) {
-        let sc = &self.scenario;
-        let cfg = &self.flows[f].cfg;
-        let cc = Cc::new(&cfg.cca, &cfg.cca_params, mix(sc.seed, STREAM_CC + cfg.id as u64)).expect("validated in Sim::new");
-        let mut s = Sender::new(now, cc, sc.mss, sc.header_bytes, cfg.bytes, cfg.stop_ns.map(Time), cfg.rwnd_bytes);
-        let mut tx = Vec::new();
-        s.try_send(now, &mut tx);
-        s.ensure_timer(now);
-        self.flows[f].sender = Some(s);
-        self.emit(now, f, &tx);
-    }
-
     /// Make sure a `Wake` is pending at the flow's earliest deadline.
     fn rearm(&mut self, f: usize) {
         let fl = &mut self.flows[f];
-        let mut d = fl.sender.as_ref().and_then(|s| s.next_deadline());
-        if let Some(t) = fl.receiver.delack_at {
+        let now = self.q.now();
+        let mut d = if fl.sender.started(now) { fl.sender.next_deadline() } else { Some(Time(fl.cfg.start_ns)) };
+        if let Some(t) = fl.receiver.next_deadline() {
             d = Some(d.map_or(t, |x| x.min(t)));
         }
         if let Some(t) = d {
@@ -340,7 +361,7 @@ impl Sim {
             }
             cols.delivered_bytes.push(delivered);
             cols.egress_bytes.push(fl.egress_bytes);
-            match fl.sender.as_mut() {
+            match Some(&mut fl.sender).filter(|s| s.started(now)) {
                 Some(s) => {
                     cols.active.push(!(s.is_finished()));
                     cols.sent_bytes.push(s.stats.sent_bytes);
@@ -419,7 +440,7 @@ impl Sim {
     }
 
     pub fn counters(&self) -> Counters {
-        let sent: u64 = self.flows.iter().filter_map(|f| f.sender.as_ref()).map(|s| s.stats.sent_packets).sum();
+        let sent: u64 = self.flows.iter().map(|f| f.sender.stats.sent_packets).sum();
         let delivered: u64 = self.flows.iter().map(|f| f.receiver.segments_received).sum();
         let c = &self.link.counters;
         let in_flight: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum::<u64>() + self.prop.len() as u64;

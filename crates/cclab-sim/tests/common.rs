@@ -20,12 +20,17 @@ pub fn flow(id: u32, cca: &str, rtt_ms: u64) -> Flow {
     }
 }
 
+/// The kernel backend's end hosts: tcp_rmem/wmem 4096 131072|16384 64 MiB, TUN truesize 2304.
+pub fn host() -> Host {
+    Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304 }
+}
+
 /// A constant-rate dumbbell with a buffer of `bdp_mult` × rate × min RTT.
 pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64) -> Scenario {
     let min_rtt = flows.iter().map(|f| f.rtt_ns).min().unwrap();
     let bdp = rate_bps as f64 * min_rtt as f64 / 8e9;
     Scenario {
-        ir_version: 1,
+        ir_version: 2,
         name: "test".into(),
         duration_ns: duration_s * S,
         seed: 1,
@@ -42,6 +47,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
             aqm: "droptail".into(),
         },
         flows,
+        host: host(),
     }
 }
 

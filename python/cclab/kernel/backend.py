@@ -310,9 +310,6 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
     cleaned = clean()  # leftovers of runs that were killed (their owner process is gone)
     n_flows = len(ir["flows"])
     mtu = int(ir["mss"]) + int(ir["header_bytes"])
-    max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
-    bdp = _max_rate(ir) * max_rtt / 8e9
-    sockbuf = int(max(64 << 20, 4 * bdp + int(ir["link"]["buffer"].get("bytes") or 0)))
     ns = RunNamespaces()
     workdir = Path(tempfile.mkdtemp(prefix=f"cclab-{ns.run_id}-"))
     path = EmulatedPath(ir, binary, ns, workdir)
@@ -329,7 +326,7 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
         old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         path.ir_path.write_text(json.dumps(ir))
-        ns.create(sockbuf)
+        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"])
         path.emulator = path.spawn(
             [binary, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
              "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
@@ -383,18 +380,6 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, 
         finally:
             if sampler is not None:
                 sampler.stop_flag.set()
-
-
-def _max_rate(ir: Mapping[str, Any]) -> float:
-    cap = ir["link"]["capacity"]
-    if cap["kind"] == "constant":
-        r = float(cap["rate_bps"])
-    else:
-        r = len(cap["opportunities_ns"]) * int(cap["bytes_per_opportunity"]) * 8e9 / max(1, int(cap["period_ns"]))
-    for ch in ir["link"].get("schedule") or []:
-        if ch.get("rate_bps"):
-            r = max(r, float(ch["rate_bps"]))
-    return r
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from cclab.kernel import backend
+from cclab.resolve import IR_VERSION, host_ir
 
 GOAL_SHARE = 0.95
 GOAL_LATENESS_NS = 1_000_000
@@ -37,7 +38,7 @@ def scenario_ir(rate_bps: int, mtu: int, seconds: float, cca: str = "cubic", rtt
     duration = int(seconds * 1e9)
     rtt = int(rtt_ms * 1e6)
     return {
-        "ir_version": 1, "name": f"bench-{rate_bps // 1_000_000}mbps-mtu{mtu}", "duration_ns": duration, "seed": 1,
+        "ir_version": IR_VERSION, "name": f"bench-{rate_bps // 1_000_000}mbps-mtu{mtu}", "duration_ns": duration, "seed": 1,
         "sample_interval_ns": 100_000_000, "measure": {"from_ns": duration // 2, "to_ns": duration},
         "mss": mtu - header, "header_bytes": header,
         "link": {"capacity": {"kind": "constant", "rate_bps": rate_bps}, "delay_ns": 0,
@@ -45,6 +46,7 @@ def scenario_ir(rate_bps: int, mtu: int, seconds: float, cca: str = "cubic", rtt
                  "loss": {"kind": "bernoulli", "p": 0.0}, "schedule": [], "aqm": "droptail"},
         "flows": [{"id": 0, "group": 0, "cca": cca, "cca_params": {}, "rtt_ns": rtt, "start_ns": 0,
                    "stop_ns": None, "bytes": None, "rwnd_bytes": None}],
+        "host": host_ir(rate_bps, rtt, int(rate_bps * rtt / 8e9)),
     }  # fmt: skip
 
 

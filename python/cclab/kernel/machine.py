@@ -109,7 +109,7 @@ def _qdisc_available(kind: str) -> bool:
 
     ns = RunNamespaces()
     try:
-        ns.create(4 << 20)
+        ns.create([4096, 131072, 4 << 20], [4096, 16384, 4 << 20])
         return bool(in_netns(ns.snd, probe))
     except Exception:
         return False

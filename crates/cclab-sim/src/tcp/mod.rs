@@ -2,6 +2,7 @@
 //! sampling) and the receiver (cumulative ACK + SACK, delayed ACKs).
 
 pub mod ranges;
+pub mod rcvwnd;
 pub mod receiver;
 pub mod rtt;
 pub mod sender;

@@ -1,14 +1,37 @@
-//! The TCP receiver: cumulative ACK + SACK blocks, delayed ACKs as Linux does.
+//! The TCP receiver: cumulative ACK + SACK blocks, the receive window, and
+//! when to ACK — as Linux 6.18 does it (net/ipv4/tcp_input.c).
 //!
-//! Linux (net/ipv4/tcp_input.c `__tcp_ack_snd_check`): ACK at once when more
-//! than one full segment is unacknowledged (i.e. every second segment), in
-//! quick-ack mode (the first `TCP_MAX_QUICKACKS` = 16 segments of a
-//! connection), and for out-of-order data or data that fills a hole;
-//! otherwise arm the delayed-ACK timer (`TCP_DELACK_MIN` = 40 ms).
+//! * In-order data (`tcp_data_queue` → `tcp_event_data_recv`): the first data
+//!   segment starts quick-ack mode (`tcp_incr_quickack`, up to
+//!   `TCP_MAX_QUICKACKS` = 16 immediate ACKs); a segment that grows
+//!   `rcv_ssthresh` (`tcp_grow_window`) sets `icsk_ack.quick` so the next ACK
+//!   goes out at once; filling the last hole forces an ACK (`ICSK_ACK_NOW`).
+//! * Out-of-order data (`tcp_data_queue_ofo`) is charged to receive memory,
+//!   may grow the window and the buffer (`tcp_rcvbuf_grow`), and is ACKed
+//!   with SACK blocks — the first three duplicate ACKs for one `rcv_nxt` at
+//!   once, later ones compressed (`tcp_comp_sack_*`: up to 44 per ACK, or
+//!   after min(1 ms, 5 % of the RTT)).
+//! * `__tcp_ack_snd_check`: ACK at once when more than one full segment is
+//!   unacknowledged and the window would not shrink, in quick-ack mode, or
+//!   when forced; otherwise arm the delayed-ACK timer (`TCP_DELACK_MIN` = 40 ms).
+//! * The application reads in-order data right after the segment is
+//!   processed (`tcp_recvmsg`): receive memory is freed, Dynamic Right-Sizing
+//!   may grow the buffer (`tcp_rcv_space_adjust`), and `tcp_cleanup_rbuf`
+//!   sends the ACK that was held back or a window update when the window
+//!   doubled.
+//! * A segment below `rcv_nxt` (a spurious retransmission) is ACKed at once
+//!   in quick-ack mode (`tcp_enter_quickack_mode`); Linux adds a D-SACK block,
+//!   this simulator does not.
+//!
+//! Every ACK carries the advertised window's right edge (`wnd_end`, in
+//! segments) and a timestamp (TSval in ms, Linux's `tcp_time_stamp_ts`
+//! granularity) that the sender echoes in its data (TSecr) — the receiver's
+//! own RTT estimate for buffer autotuning comes from those echoes.
 //! SACK blocks follow RFC 2018 §4: the first block holds the most recently
 //! received segment, then the most recently reported other blocks; at most 3
 //! blocks fit beside the timestamp option Linux sends.
 
+use super::rcvwnd::{RcvConfig, RcvWindow};
 use crate::time::{Dur, Time};
 
 /// `TCP_MAX_QUICKACKS` (include/net/tcp.h).
@@ -17,6 +40,12 @@ pub const MAX_QUICKACKS: u32 = 16;
 pub const DELACK_MIN: Dur = Dur::from_ms(40);
 /// SACK blocks per ACK with the timestamp option (RFC 2018 §3, 40-byte option space).
 pub const MAX_SACK_BLOCKS: usize = 3;
+/// `net.ipv4.tcp_comp_sack_nr` default: at most this many SACKs compressed into one.
+pub const COMP_SACK_NR: u32 = 44;
+/// `net.ipv4.tcp_comp_sack_delay_ns` default: 1 ms.
+pub const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
+/// `TCP_FASTRETRANS_THRESH` (include/net/tcp.h): duplicate ACKs sent before compressing.
+const FASTRETRANS_THRESH: u32 = 3;
 
 /// An ACK as the sender sees it (segment-numbered).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -25,12 +54,31 @@ pub struct Ack {
     pub cum: u32,
     pub n_sacks: u8,
     pub sacks: [(u32, u32); MAX_SACK_BLOCKS],
+    /// Right edge of the advertised receive window: the sender may send
+    /// segments numbered below this.
+    pub wnd_end: u32,
+    /// The receiver's timestamp (TSval, ms), echoed by later data segments.
+    pub tsval_ms: u32,
 }
 
 impl Ack {
     pub fn sacks(&self) -> &[(u32, u32)] {
         &self.sacks[..self.n_sacks as usize]
     }
+}
+
+/// SACK compression state (`tp->compressed_ack*`, `tp->dup_ack_counter`).
+#[derive(Clone, Debug, Default)]
+struct CompressedAck {
+    count: u32,
+    rcv_nxt: u32,
+    dup_ack_counter: u32,
+    timer: Option<Time>,
+}
+
+#[inline]
+pub fn ts_ms(t: Time) -> u32 {
+    (t.0 / 1_000_000) as u32
 }
 
 #[derive(Clone, Debug)]
@@ -41,73 +89,234 @@ pub struct Receiver {
     ooo: Vec<(u32, u32)>,
     /// SACK blocks in RFC 2018 recency order.
     recent: Vec<(u32, u32)>,
-    /// In-order segments received since the last ACK.
-    unacked: u32,
-    quickacks: u32,
+    /// `icsk_ack.quick`: immediate ACKs still owed (quick-ack mode).
+    quick: u32,
+    /// Whether any data arrived yet (`icsk_ack.ato` still zero).
+    seen_data: bool,
+    /// `ICSK_ACK_NOW` pending.
+    ack_now: bool,
     /// Delayed-ACK deadline, if armed.
     pub delack_at: Option<Time>,
+    comp: CompressedAck,
+    /// Receive memory and the advertised window.
+    pub win: RcvWindow,
+    /// The receiver's smoothed RTT from the handshake (bounds the compression delay).
+    srtt: Dur,
+    mss: u32,
     /// Segments received (incl. duplicates) — for conservation checks.
     pub segments_received: u64,
+    /// ACKs sent.
+    pub acks_sent: u64,
 }
 
-impl Default for Receiver {
-    fn default() -> Self {
+impl Receiver {
+    /// The receiving end of a connection established at `now` (after the
+    /// handshake, whose RTT the passive side measured as `handshake_rtt`).
+    pub fn new(now: Time, cfg: RcvConfig, handshake_rtt: Dur) -> Receiver {
         Receiver {
             rcv_nxt: 0,
             ooo: Vec::new(),
             recent: Vec::new(),
-            unacked: 0,
-            quickacks: MAX_QUICKACKS,
+            quick: 0,
+            seen_data: false,
+            ack_now: false,
             delack_at: None,
+            comp: CompressedAck::default(),
+            win: RcvWindow::new(now, cfg),
+            srtt: handshake_rtt,
+            mss: cfg.mss,
             segments_received: 0,
+            acks_sent: 0,
         }
     }
-}
 
-impl Receiver {
-    /// Segment `seq` arrives. Returns an ACK to send now, or `None` (delayed).
-    pub fn on_segment(&mut self, now: Time, seq: u32) -> Option<Ack> {
+    /// The window offered in the SYN-ACK, as the sender's first window (segments).
+    pub fn initial_wnd_end(&self) -> u32 {
+        (self.win.rcv_wnd / self.mss as u64) as u32
+    }
+
+    #[inline]
+    fn bytes(&self, seg: u32) -> u64 {
+        seg as u64 * self.mss as u64
+    }
+
+    /// `tcp_incr_quickack`.
+    fn incr_quickack(&mut self) {
+        let q = (self.win.rcv_wnd / (2 * self.win.rcv_mss as u64)).max(2) as u32;
+        self.quick = self.quick.max(q.min(MAX_QUICKACKS));
+    }
+
+    /// Segment `seq` (`len` payload bytes, echoing TSecr `tsecr_ms`) arrives.
+    /// Returns the ACK to send now, if any (else it is delayed or compressed);
+    /// `on_segment_all` also returns the window update the reader may trigger.
+    pub fn on_segment(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32) -> Option<Ack> {
+        let mut out = Vec::new();
+        self.on_segment_all(now, seq, len, tsecr_ms, &mut out);
+        out.into_iter().next()
+    }
+
+    /// Segment `seq` arrives; the ACKs to send now go to `out` (at most two:
+    /// the segment's own, and a window update after the application read).
+    pub fn on_segment_all(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, out: &mut Vec<Ack>) {
         self.segments_received += 1;
-        if seq < self.rcv_nxt || self.ooo_contains(seq) {
-            // Duplicate: ACK at once (Linux sends a D-SACK; we send a plain ACK).
-            return Some(self.make_ack());
+        self.win.rtt_measure_ts(now, tsecr_ms, len);
+        if seq < self.rcv_nxt {
+            // tcp_data_queue: old data — quick-ack mode, ACK at once.
+            self.incr_quickack();
+            out.push(self.send_ack(now));
+            return;
+        }
+        if self.ooo_contains(seq) {
+            // tcp_data_queue_ofo: all bits already present; dropped, ACKed like
+            // other out-of-order data.
+            out.extend(self.ack_snd_check(now, true));
+            return;
         }
         if seq == self.rcv_nxt {
             self.rcv_nxt += 1;
             let had_holes = !self.ooo.is_empty();
-            // Pull in any out-of-order range now contiguous.
+            // tcp_ofo_queue: pull in the out-of-order range now contiguous.
+            let mut pulled = 0;
             if let Some(&(s, e)) = self.ooo.first() {
                 if s == self.rcv_nxt {
+                    pulled = e - s;
                     self.rcv_nxt = e;
                     self.ooo.remove(0);
                 }
             }
             self.recent.retain(|&(_, e)| e > self.rcv_nxt);
-            self.unacked += 1;
-            // Filling a hole, quick-ack mode, or a second full segment: ACK now.
-            if had_holes || self.quickacks > 0 || self.unacked >= 2 {
-                self.quickacks = self.quickacks.saturating_sub(1);
-                return Some(self.make_ack());
+            // tcp_queue_rcv: the segment waits for the reader.
+            self.win.charge();
+            // tcp_event_data_recv.
+            self.win.measure_rcv_mss(len);
+            let nxt = self.bytes(self.rcv_nxt);
+            self.win.rtt_measure(now, nxt);
+            if !self.seen_data {
+                self.seen_data = true;
+                self.incr_quickack();
             }
+            if len >= 128 && self.win.grow_window(len) {
+                self.quick = self.quick.max(1);
+            }
+            if had_holes && self.ooo.is_empty() {
+                self.ack_now = true;
+            }
+            out.extend(self.ack_snd_check(now, true));
+            // The application reads what became in order (tcp_recvmsg).
+            out.extend(self.app_read(now, 1 + pulled));
+            return;
+        }
+        // Out of order (tcp_data_queue_ofo): insert, SACK, maybe grow the
+        // window (before the segment is charged, as Linux orders it), charge.
+        let block = self.insert_ooo(seq);
+        self.recent.retain(|&(s, e)| !(block.0 <= s && e <= block.1));
+        self.recent.insert(0, block);
+        self.recent.truncate(4);
+        if self.win.grow_window(len) {
+            self.quick = self.quick.max(1);
+        }
+        self.win.charge();
+        let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
+        self.win.rcvbuf_grow(self.win.space(), span);
+        out.extend(self.ack_snd_check(now, true));
+    }
+
+    /// `__tcp_ack_snd_check`.
+    fn ack_snd_check(&mut self, now: Time, ofo_possible: bool) -> Option<Ack> {
+        let unacked = self.bytes(self.rcv_nxt) - self.win.rcv_wup;
+        let two_segments = unacked > self.win.rcv_mss as u64 && {
+            let mut q = self.quick;
+            let raw = self.win.raw_window(&mut q);
+            self.quick = q;
+            raw >= self.win.rcv_wnd
+        };
+        if two_segments || self.quick > 0 || self.ack_now {
+            return Some(self.send_ack(now));
+        }
+        if !ofo_possible || self.ooo.is_empty() {
             if self.delack_at.is_none() {
                 self.delack_at = Some(now + DELACK_MIN);
             }
             return None;
         }
-        // Out of order: insert, merge, and ACK at once with SACK.
-        let block = self.insert_ooo(seq);
-        self.recent.retain(|&(s, e)| !(block.0 <= s && e <= block.1));
-        self.recent.insert(0, block);
-        self.recent.truncate(4);
-        Some(self.make_ack())
+        if self.comp.count >= COMP_SACK_NR {
+            return Some(self.send_ack(now));
+        }
+        if self.comp.rcv_nxt != self.rcv_nxt {
+            self.comp.rcv_nxt = self.rcv_nxt;
+            self.comp.dup_ack_counter = 0;
+        }
+        if self.comp.dup_ack_counter < FASTRETRANS_THRESH {
+            self.comp.dup_ack_counter += 1;
+            return Some(self.send_ack(now));
+        }
+        self.comp.count += 1;
+        if self.comp.timer.is_none() {
+            // 5 % of the RTT (the lower of the receiver's and the handshake's), at most 1 ms.
+            let rtt = self.win.rtt().map_or(self.srtt, |r| if self.srtt.0 > 0 { r.min(self.srtt) } else { r });
+            self.comp.timer = Some(now + Dur(rtt.0 / 20).min(COMP_SACK_DELAY));
+        }
+        None
     }
 
-    /// The delayed-ACK timer fired.
-    pub fn on_delack_timer(&mut self, now: Time) -> Option<Ack> {
+    /// The application reads `n` newly in-order segments: free their memory,
+    /// run DRS (`tcp_rcv_space_adjust`) and `tcp_cleanup_rbuf`'s ACK rules.
+    fn app_read(&mut self, now: Time, n: u32) -> Option<Ack> {
+        self.win.uncharge(n);
+        let copied = self.bytes(self.rcv_nxt);
+        let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
+        self.win.space_adjust(now, copied, span);
+        let scheduled = self.delack_at.is_some() || self.comp.timer.is_some();
+        let mut time_to_ack = scheduled && copied - self.win.rcv_wup > self.win.rcv_mss as u64;
+        if !time_to_ack {
+            let now_wnd = self.win.receive_window(copied);
+            if 2 * now_wnd <= self.win.window_clamp {
+                let mut q = self.quick;
+                let new = self.win.raw_window(&mut q);
+                self.quick = q;
+                time_to_ack = new > 0 && new >= 2 * now_wnd;
+            }
+        }
+        time_to_ack.then(|| self.send_ack(now))
+    }
+
+    /// The earliest receiver timer (delayed ACK or compressed SACK).
+    pub fn next_deadline(&self) -> Option<Time> {
+        match (self.delack_at, self.comp.timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A receiver timer fired (`tcp_delack_timer` / `tcp_compressed_ack_kick`).
+    pub fn on_timer(&mut self, now: Time) -> Option<Ack> {
+        if self.comp.timer.is_some_and(|t| t <= now) {
+            self.comp.timer = None;
+            if self.comp.count > 0 {
+                return Some(self.send_ack(now));
+            }
+        }
         match self.delack_at {
-            Some(t) if t <= now => Some(self.make_ack()),
+            Some(t) if t <= now => Some(self.send_ack(now)),
             _ => None,
         }
+    }
+
+    /// `tcp_send_ack` + `tcp_event_ack_sent`.
+    fn send_ack(&mut self, now: Time) -> Ack {
+        let nxt = self.bytes(self.rcv_nxt);
+        let mut q = self.quick;
+        let window = self.win.select_window(nxt, &mut q);
+        self.quick = q.saturating_sub(1);
+        self.comp.count = 0;
+        self.comp.timer = None;
+        self.delack_at = None;
+        self.ack_now = false;
+        self.acks_sent += 1;
+        let mut ack = self.make_ack();
+        ack.wnd_end = ((nxt + window) / self.mss as u64).min(u32::MAX as u64) as u32;
+        ack.tsval_ms = ts_ms(now);
+        ack
     }
 
     fn insert_ooo(&mut self, seq: u32) -> (u32, u32) {
@@ -127,9 +336,7 @@ impl Receiver {
         self.ooo[i]
     }
 
-    fn make_ack(&mut self) -> Ack {
-        self.unacked = 0;
-        self.delack_at = None;
+    fn make_ack(&self) -> Ack {
         let mut ack = Ack { cum: self.rcv_nxt, ..Default::default() };
         // Refresh each reported block to the current extent of its range.
         let mut n = 0;
@@ -167,68 +374,128 @@ impl Receiver {
 mod tests {
     use super::*;
 
-    fn past_quickack(r: &mut Receiver) {
-        r.quickacks = 0;
+    const MSS: u32 = 1448;
+
+    fn receiver() -> Receiver {
+        let cfg = RcvConfig { mss: MSS, truesize: 2304, rmem: [4096, 131_072, 64 << 20] };
+        Receiver::new(Time::ZERO, cfg, Dur::from_ms(100))
     }
 
-    #[test]
-    fn quickack_at_start_then_every_second_segment() {
-        let mut r = Receiver::default();
-        // The first 16 segments are each ACKed at once (Linux quick-ack mode).
-        for s in 0..MAX_QUICKACKS {
-            assert_eq!(r.on_segment(Time(0), s).map(|a| a.cum), Some(s + 1));
+    /// A receiver past quick-ack mode whose in-order window has stopped
+    /// growing (rcv_ssthresh at the free space with one segment charged).
+    fn settled() -> Receiver {
+        let mut r = receiver();
+        for seq in 0..40 {
+            r.on_segment(Time(seq as u64), seq, MSS, 0);
         }
-        // Then every second full segment.
-        assert_eq!(r.on_segment(Time(1), 16), None);
-        assert_eq!(r.delack_at, Some(Time(1) + DELACK_MIN));
-        assert_eq!(r.on_segment(Time(2), 17).map(|a| a.cum), Some(18));
+        r.on_timer(Time(Dur::from_secs(1).0));
+        assert_eq!(r.quick, 0);
+        assert_eq!(r.win.rcv_ssthresh, ((131_072 - 2304) * 160) >> 8);
+        r
+    }
+
+    #[test]
+    fn first_segments_are_acked_one_by_one() {
+        // tcp_event_data_recv: the first data segment enters quick-ack mode
+        // (16 immediate ACKs); growing rcv_ssthresh also forces the next ACK.
+        let mut r = receiver();
+        for s in 0..MAX_QUICKACKS {
+            assert_eq!(r.on_segment(Time(0), s, MSS, 0).map(|a| a.cum), Some(s + 1));
+        }
+    }
+
+    #[test]
+    fn steady_state_acks_every_second_segment_else_after_40ms() {
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        // Receive window no longer grows: ACK every second full segment ...
+        assert_eq!(r.on_segment(Time(10), n, MSS, 0), None);
+        assert_eq!(r.delack_at, Some(Time(10) + DELACK_MIN));
+        assert_eq!(r.on_segment(Time(11), n + 1, MSS, 0).map(|a| a.cum), Some(n + 2));
         assert_eq!(r.delack_at, None);
+        // ... or a lone segment after the delayed-ACK timer (40 ms).
+        assert!(r.on_segment(Time(20), n + 2, MSS, 0).is_none());
+        assert!(r.on_timer(Time(20) + Dur(DELACK_MIN.0 - 1)).is_none());
+        assert_eq!(r.on_timer(Time(20) + DELACK_MIN).map(|a| a.cum), Some(n + 3));
     }
 
     #[test]
-    fn delayed_ack_fires_after_40ms() {
-        let mut r = Receiver::default();
-        past_quickack(&mut r);
-        assert!(r.on_segment(Time(0), 0).is_none());
-        assert!(r.on_delack_timer(Time(39_999_999)).is_none());
-        assert_eq!(r.on_delack_timer(Time(40_000_000)).map(|a| a.cum), Some(1));
+    fn acks_carry_the_window_right_edge_and_a_timestamp() {
+        let mut r = receiver();
+        // The SYN-ACK offered 65160 bytes = 45 segments.
+        assert_eq!(r.initial_wnd_end(), 45);
+        let a = r.on_segment(Time(Dur::from_ms(7).0), 0, MSS, 0).unwrap();
+        assert_eq!(a.tsval_ms, 7);
+        // After one segment the window grew by 2·mss and is offered from rcv_nxt.
+        let edge = (MSS as u64 + r.win.rcv_wnd) / MSS as u64;
+        assert_eq!(a.wnd_end as u64, edge);
+        assert!(a.wnd_end > 45);
     }
 
     #[test]
-    fn out_of_order_acks_at_once_with_sack_most_recent_first() {
-        let mut r = Receiver::default();
-        past_quickack(&mut r);
-        r.on_segment(Time(0), 0);
-        // 1 is lost; 2, 3 arrive, then 5.
-        let a = r.on_segment(Time(1), 2).unwrap();
-        assert_eq!((a.cum, a.sacks()), (1, &[(2, 3)][..]));
-        let a = r.on_segment(Time(2), 3).unwrap();
-        assert_eq!(a.sacks(), &[(2, 4)]);
-        let a = r.on_segment(Time(3), 5).unwrap();
-        assert_eq!(a.sacks(), &[(5, 6), (2, 4)]);
-        // Filling the hole ACKs at once; the cumulative ACK jumps over 2..4.
-        let a = r.on_segment(Time(4), 1).unwrap();
-        assert_eq!((a.cum, a.sacks()), (4, &[(5, 6)][..]));
-        let a = r.on_segment(Time(5), 4).unwrap();
-        assert_eq!((a.cum, a.n_sacks), (6, 0));
+    fn out_of_order_sacks_three_at_once_then_compressed() {
+        // __tcp_ack_snd_check with a non-empty out-of-order queue: the first
+        // TCP_FASTRETRANS_THRESH duplicate ACKs for one rcv_nxt go at once, the
+        // rest wait up to min(1 ms, RTT/20) or 44 of them (tcp_comp_sack_*).
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        // n is lost; n+1.. arrive. The first still grows rcv_ssthresh (it is
+        // judged before being charged) and is ACKed at once for that; then
+        // three duplicate ACKs; then compression.
+        let mut sent = vec![];
+        for k in 1..=6 {
+            sent.push(r.on_segment(Time(100), n + k, MSS, 0).is_some());
+        }
+        assert_eq!(sent, [true, true, true, true, false, false]);
+        let due = r.next_deadline().unwrap();
+        assert_eq!(due, Time(100) + COMP_SACK_DELAY);
+        let a = r.on_timer(due).unwrap();
+        assert_eq!((a.cum, a.sacks()), (n, &[(n + 1, n + 7)][..]));
+        // Filling the hole empties the queue: ACK at once.
+        let a = r.on_segment(Time(200), n, MSS, 0).unwrap();
+        assert_eq!((a.cum, a.n_sacks), (n + 7, 0));
+    }
+
+    #[test]
+    fn out_of_order_sack_blocks_most_recent_first() {
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        let a = r.on_segment(Time(1), n + 1, MSS, 0).unwrap();
+        assert_eq!((a.cum, a.sacks()), (n, &[(n + 1, n + 2)][..]));
+        let a = r.on_segment(Time(2), n + 2, MSS, 0).unwrap();
+        assert_eq!(a.sacks(), &[(n + 1, n + 3)]);
+        let a = r.on_segment(Time(3), n + 4, MSS, 0).unwrap();
+        assert_eq!(a.sacks(), &[(n + 4, n + 5), (n + 1, n + 3)]);
     }
 
     #[test]
     fn at_most_three_sack_blocks() {
-        let mut r = Receiver::default();
-        for s in [2, 4, 6, 8, 10] {
-            r.on_segment(Time(0), s);
+        let mut r = receiver();
+        for s in [2, 4, 6, 8, 10, 12] {
+            r.on_segment(Time(0), s, MSS, 0);
         }
-        let a = r.on_segment(Time(0), 12).unwrap();
+        // The last three were compressed into one ACK, sent when the timer fires.
+        let a = r.on_timer(r.next_deadline().unwrap()).unwrap();
         assert_eq!(a.sacks(), &[(12, 13), (10, 11), (8, 9)]);
     }
 
     #[test]
+    fn held_segments_are_charged_truesize_and_freed_when_read() {
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        for k in 1..=5 {
+            r.on_segment(Time(1), n + k, MSS, 0);
+        }
+        assert_eq!(r.win.rmem_alloc, 5 * 2304);
+        r.on_segment(Time(2), n, MSS, 0);
+        assert_eq!(r.win.rmem_alloc, 0);
+        assert_eq!(r.rcv_nxt, n + 6);
+    }
+
+    #[test]
     fn duplicate_is_acked_at_once() {
-        let mut r = Receiver::default();
-        past_quickack(&mut r);
-        r.on_segment(Time(0), 0);
-        r.on_segment(Time(0), 1);
-        assert_eq!(r.on_segment(Time(0), 0).map(|a| a.cum), Some(2));
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        assert_eq!(r.on_segment(Time(0), n - 1, MSS, 0).map(|a| a.cum), Some(n));
     }
 }

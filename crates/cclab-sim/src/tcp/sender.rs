@@ -10,11 +10,20 @@
 //! list of un-SACKed segments that stops at the first one sent after the
 //! most recently delivered one (as Linux's `tsorted_sent_queue`).
 //!
-//! Deviations from Linux, by design: no handshake (data starts at the flow's
-//! start time with IW 10); no TSO/GSO (one segment per packet; pacing counts
-//! payload bytes); no undo of spurious reductions (no DSACK/F-RTO); RTT
-//! samples come from send times (like TCP timestamps) except for
-//! retransmitted segments (Karn).
+//! The connection is established before the application writes (as the
+//! kernel backend connects every flow before the experiment starts): the
+//! handshake gives the first RTT sample (srtt, min_rtt, RTO — so BBR's
+//! initial pacing rate and its min_rtt clock start from it) and the
+//! receiver's initial window; data starts at the flow's start time with
+//! IW 10. The advertised receive window (`Ack::wnd_end`) limits new data and
+//! retransmissions beyond the window, as `tcp_snd_wnd_test` and
+//! `__tcp_retransmit_skb` do; data echoes the receiver's timestamps (TSecr).
+//!
+//! Deviations from Linux, by design: no TSO/GSO (one segment per packet;
+//! pacing counts payload bytes); no undo of spurious reductions (no
+//! DSACK/F-RTO); no zero-window probes (the receiver's reader never stalls,
+//! so a closed window always reopens with an ACK); RTT samples come from send
+//! times (like TCP timestamps) except for retransmitted segments (Karn).
 
 use super::ranges::RangeSet;
 use super::receiver::Ack;
@@ -24,6 +33,8 @@ use crate::time::{Dur, Time};
 use std::collections::{BTreeSet, VecDeque};
 
 const NONE: u32 = u32::MAX;
+/// Linux's initial `tp->app_limited = ~0U`: cleared by the first rate sample.
+const APP_LIMITED_UNTIL_FIRST_ACK: u64 = u64::MAX;
 
 const F_SACKED: u8 = 1;
 const F_LOST: u8 = 2;
@@ -81,6 +92,17 @@ pub struct Transmit {
     pub seq: u32,
     pub payload: u32,
     pub retrans: bool,
+    /// TSecr: the timestamp of the latest ACK (ms), echoed to the receiver.
+    pub tsecr_ms: u32,
+}
+
+/// What the three-way handshake left the sender with.
+#[derive(Copy, Clone, Debug)]
+pub struct Handshake {
+    /// The SYN's RTT sample (`None`: none, as when the SYN was retransmitted).
+    pub rtt: Option<Dur>,
+    /// The window the SYN-ACK offered, as a right edge in segments.
+    pub wnd_end: u32,
 }
 
 /// Counters for the record.
@@ -113,6 +135,12 @@ pub struct Sender {
     /// No new data after this segment number (set when the app stops).
     app_end: Option<u32>,
     rwnd_segs: Option<u32>,
+    /// Right edge of the peer's advertised window (segments, `snd_una + snd_wnd`).
+    wnd_end: u32,
+    /// `tp->rx_opt.ts_recent`: the peer's latest TSval (ms).
+    ts_recent: u32,
+    /// The application starts writing at this time.
+    app_start: Time,
     pub snd_una: u32,
     pub snd_nxt: u32,
     segs: VecDeque<Seg>,
@@ -171,14 +199,18 @@ struct AckWork {
 
 impl Sender {
     #[allow(clippy::too_many_arguments)]
+    /// A connection established at `now` by `handshake`; the application
+    /// writes from `app_start` until `stop_at` or `bytes`.
     pub fn new(
         now: Time,
         cc: Cc,
         mss: u32,
         header: u32,
         bytes: Option<u64>,
+        app_start: Time,
         stop_at: Option<Time>,
         rwnd_bytes: Option<u64>,
+        handshake: Handshake,
     ) -> Sender {
         let (total_segs, last_payload) = match bytes {
             Some(b) => {
@@ -199,6 +231,9 @@ impl Sender {
             stop_at,
             app_end: None,
             rwnd_segs: rwnd_bytes.map(|b| (b / mss as u64).max(1) as u32),
+            wnd_end: handshake.wnd_end,
+            ts_recent: 0,
+            app_start,
             snd_una: 0,
             snd_nxt: 0,
             segs: VecDeque::new(),
@@ -224,6 +259,16 @@ impl Sender {
             #[cfg(test)]
             last_rs: RateSample::default(),
         };
+        // tcp_ack for the SYN-ACK: the handshake's RTT sample (tcp_ack_update_rtt)
+        // and the SYN counted as delivered; tcp_init_sock marks the connection
+        // app-limited until its first delivery (`tp->app_limited = ~0U`).
+        if let Some(r) = handshake.rtt {
+            s.rtt.on_sample(r);
+        }
+        s.conn.srtt = s.rtt.srtt_or_zero();
+        s.conn.min_rtt = s.rtt.min_rtt;
+        s.conn.delivered = 1;
+        s.conn.app_limited = APP_LIMITED_UNTIL_FIRST_ACK;
         s.cc.init(&mut s.conn);
         s
     }
@@ -289,6 +334,20 @@ impl Sender {
         self.ts_tail = seq;
     }
 
+    /// Right edge of what the peer's window (and the scenario's rwnd limit) allows.
+    #[inline]
+    fn wnd_limit(&self) -> u32 {
+        match self.rwnd_segs {
+            Some(w) => self.wnd_end.min(self.snd_una + w),
+            None => self.wnd_end,
+        }
+    }
+
+    /// Has the application started writing?
+    pub fn started(&self, now: Time) -> bool {
+        now >= self.app_start
+    }
+
     /// Segments the application has made available so far.
     fn app_limit(&self) -> u32 {
         let mut lim = self.total_segs.unwrap_or(u32::MAX);
@@ -325,6 +384,9 @@ impl Sender {
     /// Send what cwnd, rwnd, the pacer and the application allow. Segments go
     /// into `out`. (Linux `tcp_write_xmit` + `tcp_xmit_retransmit_queue`.)
     pub fn try_send(&mut self, now: Time, out: &mut Vec<Transmit>) {
+        if now < self.app_start {
+            return;
+        }
         self.conn.now = now;
         self.stop_app(now);
         self.pacing_blocked = false;
@@ -344,11 +406,14 @@ impl Sender {
                 }
                 burst_left = self.tso_segs();
             }
+            let wnd = self.wnd_limit();
             let (seq, retrans) = if let Some(&seq) = self.retx.iter().next() {
+                // __tcp_retransmit_skb: not beyond the window, except the head.
+                if seq >= wnd && seq != self.snd_una {
+                    break;
+                }
                 (seq, true)
-            } else if self.snd_nxt < self.app_limit()
-                && self.rwnd_segs.is_none_or(|w| self.snd_nxt - self.snd_una < w)
-            {
+            } else if self.snd_nxt < self.app_limit() && self.snd_nxt < wnd {
                 (self.snd_nxt, false)
             } else {
                 if self.snd_nxt >= self.app_limit() {
@@ -449,7 +514,7 @@ impl Sender {
         self.conn.lsndtime = now;
         self.stats.sent_bytes += (payload + self.header) as u64;
         self.stats.sent_packets += 1;
-        Transmit { seq, payload, retrans }
+        Transmit { seq, payload, retrans, tsecr_ms: self.ts_recent }
     }
 
     /// Wire bytes of segment `seq`.
@@ -464,6 +529,9 @@ impl Sender {
         self.conn.now = now;
         let prior_in_flight = self.in_flight();
         let mut w = AckWork::default();
+        // tcp_ack_update_window / tcp_store_ts_recent (ACKs arrive in order here).
+        self.wnd_end = ack.wnd_end;
+        self.ts_recent = ack.tsval_ms;
 
         // 1. SACK blocks (tcp_sacktag_write_queue).
         for &(s, e) in ack.sacks() {
@@ -723,7 +791,7 @@ impl Sender {
     /// Linux `tcp_rate_gen`.
     fn rate_gen(&mut self, now: Time, w: &mut AckWork, prior_in_flight: u32) -> RateSample {
         let c = &mut self.conn;
-        if c.app_limited != 0 && c.delivered > c.app_limited {
+        if c.app_limited != 0 && (c.app_limited == APP_LIMITED_UNTIL_FIRST_ACK || c.delivered > c.app_limited) {
             c.app_limited = 0;
         }
         let mut rs = std::mem::take(&mut w.rs);
@@ -856,7 +924,7 @@ impl Sender {
                 // RFC 8985 §7.3: send one new segment if possible, else the last one again.
                 self.stats.tlp_count += 1;
                 let before = out.len();
-                if self.snd_nxt < self.app_limit() && self.rwnd_segs.is_none_or(|w| self.snd_nxt - self.snd_una < w) {
+                if self.snd_nxt < self.app_limit() && self.snd_nxt < self.wnd_limit() {
                     let seq = self.snd_nxt;
                     out.push(self.transmit(now, seq, false));
                 } else if self.snd_nxt > self.snd_una {

@@ -4,15 +4,18 @@
 
 use super::receiver::{Ack, MAX_SACK_BLOCKS};
 use super::rtt::RTO_MIN;
-use super::sender::{Sender, Transmit, XmitTimer};
+use super::sender::{Handshake, Sender, Transmit, XmitTimer};
 use crate::cc::{CaState, Cc};
 use crate::time::{Bandwidth, Dur, Time};
 use std::collections::BTreeMap;
 
 const MS: u64 = 1_000_000;
 
+/// No window limit and no RTT sample from the handshake: the tests set the RTT.
+const NO_HANDSHAKE: Handshake = Handshake { rtt: None, wnd_end: u32::MAX };
+
 fn sender(cca: &str) -> Sender {
-    Sender::new(Time(0), Cc::new(cca, &BTreeMap::new(), 1).unwrap(), 1448, 52, None, None, None)
+    Sender::new(Time(0), Cc::new(cca, &BTreeMap::new(), 1).unwrap(), 1448, 52, None, Time(0), None, None, NO_HANDSHAKE)
 }
 
 fn send_all(s: &mut Sender, now: u64) -> Vec<Transmit> {
@@ -23,7 +26,7 @@ fn send_all(s: &mut Sender, now: u64) -> Vec<Transmit> {
 }
 
 fn ack(cum: u32, sacks: &[(u32, u32)]) -> Ack {
-    let mut a = Ack { cum, n_sacks: sacks.len() as u8, ..Default::default() };
+    let mut a = Ack { cum, n_sacks: sacks.len() as u8, wnd_end: u32::MAX, ..Default::default() };
     a.sacks[..sacks.len()].copy_from_slice(&sacks[..sacks.len().min(MAX_SACK_BLOCKS)]);
     a
 }
@@ -245,7 +248,11 @@ fn rate_sampler_flags_app_limited_samples_until_the_bubble_is_delivered() {
             marked_at = now;
         }
     });
-    let flagged: Vec<u64> = samples.iter().filter(|(_, rs)| rs.is_app_limited).map(|(t, _)| *t).collect();
+    // tcp_init_sock starts every connection app-limited (`tp->app_limited =
+    // ~0U`) until its first ACK: the initial window's samples carry the flag.
+    assert!(samples.iter().take_while(|(t, _)| *t < 60 * MS).all(|(_, rs)| rs.is_app_limited));
+    let flagged: Vec<u64> =
+        samples.iter().filter(|(t, rs)| rs.is_app_limited && *t > 200 * MS).map(|(t, _)| *t).collect();
     assert!(!flagged.is_empty(), "packets sent inside the bubble must yield app-limited samples");
     // They are exactly the ACKs of packets sent in the round after the mark:
     // one RTT + one bottleneck round (cwnd packets at 1 ms) later at most.
@@ -259,15 +266,15 @@ fn rate_sampler_flags_app_limited_samples_until_the_bubble_is_delivered() {
 fn running_out_of_data_marks_the_bubble() {
     // tcp_rate_check_app_limited: no data left and the window not full →
     // app_limited = delivered + in_flight.
-    let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, Some(1448 * 5), None, None);
+    let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, Some(1448 * 5), Time(0), None, None, NO_HANDSHAKE);
     let tx = send_all(&mut s, 0);
     assert_eq!(tx.len(), 5);
-    assert_eq!(s.conn.app_limited, 5, "delivered 0 + 5 in flight");
+    assert_eq!(s.conn.app_limited, 6, "delivered 1 (the SYN) + 5 in flight");
 }
 
 #[test]
 fn finite_flow_sends_exact_bytes_then_stops() {
-    let mut s = Sender::new(Time(0), Cc::new("cubic", &BTreeMap::new(), 1).unwrap(), 1000, 52, Some(4500), None, None);
+    let mut s = Sender::new(Time(0), Cc::new("cubic", &BTreeMap::new(), 1).unwrap(), 1000, 52, Some(4500), Time(0), None, None, NO_HANDSHAKE);
     let tx = send_all(&mut s, 0);
     assert_eq!(tx.iter().map(|t| t.payload).collect::<Vec<_>>(), vec![1000, 1000, 1000, 1000, 500]);
     on_ack(&mut s, 10 * MS, ack(5, &[]));
@@ -308,7 +315,7 @@ fn tso_autosize_follows_linux() {
 
 #[test]
 fn rwnd_limits_outstanding_segments() {
-    let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, None, None, Some(4 * 1448));
+    let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, None, Time(0), None, Some(4 * 1448), NO_HANDSHAKE);
     assert_eq!(send_all(&mut s, 0).len(), 4);
     assert_eq!(on_ack(&mut s, 10 * MS, ack(2, &[])).len(), 2);
 }

@@ -127,4 +127,36 @@ mod tests {
         assert!(max_cwnd_in_probe_rtt as f64 <= (bdp as f64 * 0.5 * 1.02).ceil() + 1.0);
         assert!(max_cwnd_in_probe_rtt >= 4);
     }
+
+    #[test]
+    fn first_sample_after_expiry_then_any_lower_one_restart_the_clock() {
+        // v3 bbr_update_min_rtt: once probe_rtt_min is 5 s old, the next sample
+        // (not from a delayed ACK) replaces it whatever its value and ProbeRTT
+        // starts; afterwards a strictly lower sample restarts the 5-s clock, an
+        // equal one does not. This is why, on a path where most ACKs cover a
+        // TSO burst's second segment, ProbeRTTs can come more than 5 s apart.
+        use super::super::tests::bbr3_with;
+        use crate::cc::RateSample;
+        use crate::time::{Dur, Time};
+        let (mut b, mut c) = bbr3_with(BW_UNIT / 10, 40_000);
+        let rs = |us: u64| RateSample { rtt: Some(Dur(us * 1000)), delivered: 1, ..Default::default() };
+        b.mode = Mode::ProbeBw;
+        b.update_min_rtt(&mut c, &rs(40_000)); // the handshake's value, stamped at 0
+        c.now = Time(Dur::from_ms(5_001).0);
+        b.update_min_rtt(&mut c, &rs(40_480));
+        assert_eq!((b.probe_rtt_min_ns, b.probe_rtt_min_stamp), (40_480_000, c.now));
+        assert_eq!(b.mode, Mode::ProbeRtt);
+        b.mode = Mode::ProbeBw;
+        c.now = Time(Dur::from_ms(7_000).0);
+        b.update_min_rtt(&mut c, &rs(40_480)); // equal: no restart
+        assert_eq!(b.probe_rtt_min_stamp, Time(Dur::from_ms(5_001).0));
+        b.update_min_rtt(&mut c, &rs(40_240)); // lower: restart at 7 s
+        assert_eq!((b.probe_rtt_min_ns, b.probe_rtt_min_stamp), (40_240_000, c.now));
+        c.now = Time(Dur::from_ms(11_000).0);
+        b.update_min_rtt(&mut c, &rs(40_960));
+        assert_eq!(b.mode, Mode::ProbeBw, "4 s after the restart: no ProbeRTT yet");
+        c.now = Time(Dur::from_ms(12_001).0);
+        b.update_min_rtt(&mut c, &rs(40_960));
+        assert_eq!(b.mode, Mode::ProbeRtt);
+    }
 }
