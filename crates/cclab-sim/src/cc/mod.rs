@@ -226,13 +226,24 @@ pub enum Cc {
     Cubic(cubic::Cubic),
     /// `bbr` and its presets `bbr_shallow`, `bbr_cwnd_feedback`, `bbr_sticky_rtprop`.
     Bbr(bbr::Bbr),
+    /// `bbr3`, and `bbr2` (BBRv2 alpha: the same machine with
+    /// [`bbr3::Bbr3Config::v2alpha`]).
     Bbr3(bbr3::Bbr3),
     Vegas(vegas::Vegas),
 }
 
 /// The names `Cc::new` accepts.
-pub const ALGORITHMS: &[&str] =
-    &["reno", "cubic", "bbr", "bbr3", "vegas", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"];
+pub const ALGORITHMS: &[&str] = &[
+    "reno",
+    "cubic",
+    "bbr",
+    "bbr2",
+    "bbr3",
+    "vegas",
+    "bbr_shallow",
+    "bbr_cwnd_feedback",
+    "bbr_sticky_rtprop",
+];
 
 /// The parameters each algorithm accepts in `cca_params` (for front ends'
 /// validation and documentation). `None` for an unknown algorithm.
@@ -241,6 +252,7 @@ pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
         "reno" => Some(reno::PARAMS),
         "cubic" => Some(cubic::PARAMS),
         "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => Some(bbr::PARAMS),
+        "bbr2" => Some(bbr3::v2alpha::PARAMS),
         "bbr3" => Some(bbr3::PARAMS),
         "vegas" => Some(vegas::PARAMS),
         _ => None,
@@ -270,7 +282,16 @@ impl Cc {
             "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => {
                 Ok(Cc::Bbr(bbr::Bbr::from_params(Params::new(name, params), seed)?))
             }
-            "bbr3" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(Params::new(name, params), seed)?)),
+            "bbr2" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(
+                Params::new(name, params),
+                seed,
+                bbr3::Bbr3Config::v2alpha(),
+            )?)),
+            "bbr3" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(
+                Params::new(name, params),
+                seed,
+                bbr3::Bbr3Config::default(),
+            )?)),
             "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(Params::new(name, params))?)),
             _ => Err(CcError(format!(
                 "unknown congestion control '{name}'; allowed: {}",

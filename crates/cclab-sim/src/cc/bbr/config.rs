@@ -244,6 +244,7 @@ mod tests {
             "bbr_shallow",
             "bbr_cwnd_feedback",
             "bbr_sticky_rtprop",
+            "bbr2",
             "bbr3",
             "vegas",
         ] {
@@ -272,6 +273,7 @@ mod tests {
             "bbr_shallow",
             "bbr_cwnd_feedback",
             "bbr_sticky_rtprop",
+            "bbr2",
             "bbr3",
             "vegas",
         ] {

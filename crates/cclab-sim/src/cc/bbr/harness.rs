@@ -160,10 +160,11 @@ impl Harness {
             _ => panic!("not a BBRv1-family flow"),
         }
     }
+    /// The first flow's bbr3 / bbr2 state (one type: see `cc::bbr3::v2alpha`).
     pub fn bbr3(&self) -> &crate::cc::bbr3::Bbr3 {
         match &self.flows[0].cc {
             Cc::Bbr3(b) => b,
-            _ => panic!("not a bbr3 flow"),
+            _ => panic!("not a bbr3 / bbr2 flow"),
         }
     }
     /// Packets queued or in service at the bottleneck.

@@ -37,7 +37,9 @@ impl Bbr3 {
             self.init_lower_bounds(conn, true);
             self.loss_lower_bounds();
         }
-        self.bw_lo = self.bw_lo.max(1);
+        if !self.cfg.logic.bw_lo_may_reach_zero {
+            self.bw_lo = self.bw_lo.max(1); // v3 only; bbr2_adapt_lower_bounds has no floor
+        }
     }
 
     /// `bbr_reset_lower_bounds`.

@@ -1,11 +1,17 @@
 //! BBRv3's knobs (`bbr_param(sk, …)` in the v3 code) as a config struct
-//! whose `Default` is the code's values, settable from `cca_params`.
+//! whose `Default` is the code's values, settable from `cca_params`. The
+//! same struct, built by [`Bbr3Config::v2alpha`], runs BBRv2 (`bbr2`; see
+//! [`super::v2alpha`]).
 
 use super::*;
 
 /// Knobs (`bbr_param(sk, …)`), settable from `cca_params`. `Default` is the v3 code's.
 #[derive(Clone, Debug)]
 pub struct Bbr3Config {
+    /// The algorithm's name: "bbr3", or "bbr2" for [`Bbr3Config::v2alpha`].
+    pub name: &'static str,
+    /// Where v2alpha's logic differs from v3's; all off (v3) by default.
+    pub logic: Logic,
     pub startup_pacing_gain: u32,
     pub startup_cwnd_gain: u32,
     pub drain_gain: u32,
@@ -31,11 +37,20 @@ pub struct Bbr3Config {
     pub extra_acked_gain: u32,
     pub extra_acked_win_rtts: u32,
     pub pacing_margin_percent: u32,
+    /// v2alpha `bbr_bw_probe_pif_gain`: PROBE_UP ends once inflight reaches
+    /// this × BDP (only with [`Logic::probe_up_ends_on_queue`]).
+    pub bw_probe_pif_gain: u32,
+    /// v2alpha `bbr_bw_probe_reno_gain`: probe at least every
+    /// min(bw_probe_max_rounds, this × BDP) rounds (0: no Reno bound). v3
+    /// hard-wires 1.0.
+    pub bw_probe_reno_gain: u32,
 }
 
 impl Default for Bbr3Config {
     fn default() -> Self {
         Bbr3Config {
+            name: "bbr3",
+            logic: Logic::V3,
             startup_pacing_gain: STARTUP_PACING_GAIN,
             startup_cwnd_gain: STARTUP_CWND_GAIN,
             drain_gain: DRAIN_GAIN,
@@ -60,6 +75,10 @@ impl Default for Bbr3Config {
             extra_acked_gain: EXTRA_ACKED_GAIN,
             extra_acked_win_rtts: EXTRA_ACKED_WIN_RTTS,
             pacing_margin_percent: PACING_MARGIN_PERCENT,
+            // Not knobs in v3: it ends PROBE_UP on a bw plateau and its Reno
+            // bound is min(63, BDP) rounds (bbr_is_reno_coexistence_probe_time).
+            bw_probe_pif_gain: BBR_UNIT * 5 / 4,
+            bw_probe_reno_gain: BBR_UNIT,
         }
     }
 }
@@ -111,38 +130,66 @@ fn fraction(
 }
 
 impl Bbr3Config {
-    pub(crate) fn from_params(p: &mut Params) -> Result<Bbr3Config, CcError> {
-        let d = Bbr3Config::default();
+    /// The `cca_params` this configuration's algorithm accepts.
+    pub fn params(&self) -> &'static [&'static str] {
+        if self.name == "bbr2" {
+            v2alpha::PARAMS
+        } else {
+            PARAMS
+        }
+    }
+
+    /// `d` with the parameters in `p` applied; `d` is [`Bbr3Config::default`]
+    /// (bbr3) or [`Bbr3Config::v2alpha`] (bbr2) and also decides which
+    /// parameters exist (a name the algorithm lacks is left for
+    /// `Params::finish` to reject).
+    pub(crate) fn from_params(p: &mut Params, d: Bbr3Config) -> Result<Bbr3Config, CcError> {
+        let known = d.params();
         let ms = |p: &mut Params, name: &str, d: u64| -> Result<u64, CcError> {
             count_param(p, name, d, 0)
         };
         let mut pacing_gain = d.pacing_gain;
         pacing_gain[Phase::Up as usize] = gain_param(p, "probe_bw_up_gain", d.pacing_gain[0])?;
         pacing_gain[Phase::Down as usize] = gain_param(p, "probe_bw_down_gain", d.pacing_gain[1])?;
-        let min_rtt_win_s = p.take("min_rtt_win_s", MIN_RTT_WIN_SEC as f64);
+        let min_rtt_win_s = p.take("min_rtt_win_s", d.min_rtt_win.secs_f64());
         if !(min_rtt_win_s.is_finite() && min_rtt_win_s > 0.0) {
             return Err(CcError(format!(
-                "bbr3: min_rtt_win_s = {min_rtt_win_s} must be > 0"
+                "{}: min_rtt_win_s = {min_rtt_win_s} must be > 0",
+                p.cca
             )));
         }
         let c = Bbr3Config {
+            name: d.name,
+            logic: d.logic,
             startup_pacing_gain: gain_param(p, "startup_gain", d.startup_pacing_gain)?,
             startup_cwnd_gain: gain_param(p, "startup_cwnd_gain", d.startup_cwnd_gain)?,
             drain_gain: gain_param(p, "drain_gain", d.drain_gain)?,
             cwnd_gain: gain_param(p, "cwnd_gain", d.cwnd_gain)?,
             pacing_gain,
-            bw_probe_cwnd_gain: {
-                let v = p.take("probe_bw_up_cwnd_gain_extra", 0.25);
+            bw_probe_cwnd_gain: if known.contains(&"probe_bw_up_cwnd_gain_extra") {
+                let v = p.take(
+                    "probe_bw_up_cwnd_gain_extra",
+                    d.bw_probe_cwnd_gain as f64 / 4.0,
+                );
                 if !(v.is_finite() && (0.0..=0.75).contains(&v)) {
                     return Err(CcError(format!(
-                        "bbr3: probe_bw_up_cwnd_gain_extra = {v} must be in [0, 0.75]"
+                        "{}: probe_bw_up_cwnd_gain_extra = {v} must be in [0, 0.75]",
+                        p.cca
                     )));
                 }
                 (v * 4.0).round() as u32
+            } else {
+                d.bw_probe_cwnd_gain
             },
             min_rtt_win: Dur((min_rtt_win_s * 1e9).round() as u64),
-            probe_rtt_win: Dur::from_ms(ms(p, "probe_rtt_interval_ms", PROBE_RTT_WIN_MS)?.max(1)),
-            probe_rtt_mode: Dur::from_ms(ms(p, "probe_rtt_mode_ms", PROBE_RTT_MODE_MS)?),
+            probe_rtt_win: Dur::from_ms(
+                ms(p, "probe_rtt_interval_ms", d.probe_rtt_win.ns() / 1_000_000)?.max(1),
+            ),
+            probe_rtt_mode: Dur::from_ms(ms(
+                p,
+                "probe_rtt_mode_ms",
+                d.probe_rtt_mode.ns() / 1_000_000,
+            )?),
             probe_rtt_cwnd_gain: fraction(
                 p,
                 "probe_rtt_cwnd_gain",
@@ -187,12 +234,23 @@ impl Bbr3Config {
                 0,
             )?
             .min(99) as u32,
+            bw_probe_pif_gain: if known.contains(&"bw_probe_pif_gain") {
+                gain_param(p, "bw_probe_pif_gain", d.bw_probe_pif_gain)?
+            } else {
+                d.bw_probe_pif_gain
+            },
+            bw_probe_reno_gain: if known.contains(&"bw_probe_reno_gain") {
+                fraction(p, "bw_probe_reno_gain", d.bw_probe_reno_gain, 0.0, 64.0)?
+            } else {
+                d.bw_probe_reno_gain
+            },
         };
         if c.probe_rtt_win > c.min_rtt_win {
             // tcp_bbr.c: "bbr_probe_rtt_win_ms must be <= bbr_min_rtt_win_sec * MSEC_PER_SEC".
-            return Err(CcError(
-                "bbr3: probe_rtt_interval_ms must be ≤ min_rtt_win_s".into(),
-            ));
+            return Err(CcError(format!(
+                "{}: probe_rtt_interval_ms must be ≤ min_rtt_win_s",
+                p.cca
+            )));
         }
         Ok(c)
     }

@@ -23,6 +23,10 @@
 //! * TLP-specific handling (`CA_EVENT_TLP_RECOVERY`, `is_acking_tlp_retrans_seq`)
 //!   is absent: the interface has no TLP event.
 //! * Times are the simulator's ns clock instead of jiffies / µs stamps.
+//!
+//! The same machine runs BBRv2 (`bbr2`, google/bbr v2alpha tcp_bbr2.c) with
+//! [`Bbr3Config::v2alpha`]: v2alpha's constants plus the [`Logic`] switches
+//! for the pieces v3 rewrote; [`v2alpha`] lists every difference.
 
 pub mod bounds;
 pub mod config;
@@ -31,6 +35,7 @@ pub mod drain;
 pub mod probe_bw;
 pub mod probe_rtt;
 pub mod startup;
+pub mod v2alpha;
 
 use super::bbr::{
     bdp_pkts, bw_to_bps, ca_rank, count_param, gain_param, BBR_SCALE, BBR_UNIT, BW_SCALE, BW_UNIT,
@@ -44,6 +49,7 @@ use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use config::{Bbr3Config, PARAMS};
+pub use v2alpha::Logic;
 
 /// `bbr_min_rtt_win_sec` (v3 tcp_bbr.c).
 pub const MIN_RTT_WIN_SEC: u64 = 10;
@@ -211,9 +217,11 @@ pub struct Bbr3 {
 }
 
 impl Bbr3 {
-    pub(crate) fn from_params(mut p: Params, seed: u64) -> Result<Bbr3, CcError> {
-        let cfg = Bbr3Config::from_params(&mut p)?;
-        p.finish(PARAMS)?;
+    /// `base` is [`Bbr3Config::default`] (bbr3) or [`Bbr3Config::v2alpha`] (bbr2).
+    pub(crate) fn from_params(mut p: Params, seed: u64, base: Bbr3Config) -> Result<Bbr3, CcError> {
+        let known = base.params();
+        let cfg = Bbr3Config::from_params(&mut p, base)?;
+        p.finish(known)?;
         Ok(Bbr3::new(cfg, seed))
     }
 
@@ -350,7 +358,14 @@ impl Bbr3 {
             }
         }
         bytes = bytes.min(GSO_LEGACY_MAX_SIZE - 1 - MAX_TCP_HEADER);
-        ((bytes / mss.max(1) as u64) as u32).max(MIN_TSO_SEGS)
+        let min_segs = if self.cfg.logic.min_tso_segs_by_rate
+            && self.pacing_rate_bytes < v2alpha::MIN_TSO_RATE_BPS >> 3
+        {
+            1 // v2alpha bbr_min_tso_segs
+        } else {
+            MIN_TSO_SEGS
+        };
+        ((bytes / mss.max(1) as u64) as u32).max(min_segs)
     }
 
     /// `bbr_save_cwnd`.
@@ -586,7 +601,7 @@ impl Bbr3 {
 
 impl CongestionOps for Bbr3 {
     fn name(&self) -> &'static str {
-        "bbr3"
+        self.cfg.name
     }
     fn init(&mut self, conn: &mut Conn) {
         self.bbr_init(conn);
@@ -606,7 +621,11 @@ impl CongestionOps for Bbr3 {
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == u32::MAX {
                 // bbr_adapt_lower_bounds needs the cwnd from before the RTO.
-                self.inflight_lo = conn.cwnd.max(self.prior_cwnd);
+                self.inflight_lo = if self.cfg.logic.rto_inflight_lo_is_prior_cwnd {
+                    self.prior_cwnd // v2alpha bbr2_set_state
+                } else {
+                    conn.cwnd.max(self.prior_cwnd)
+                };
             }
         } else if self.prev_ca_state == CaState::Loss {
             // bbr_exit_loss_recovery

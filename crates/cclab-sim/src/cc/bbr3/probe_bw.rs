@@ -27,6 +27,9 @@ impl Bbr3 {
     /// while cwnd-limited at inflight_hi.
     fn probe_inflight_hi_upward(&mut self, conn: &Conn, rs: &RateSample) {
         if !conn.is_cwnd_limited || conn.cwnd < self.inflight_hi {
+            if self.cfg.logic.probe_up_drops_unused_acks {
+                self.bw_probe_up_acks = 0; // v2alpha: don't accumulate unused credits
+            }
             return; // not using inflight_hi fully: don't grow it
         }
         self.bw_probe_up_acks += rs.acked_sacked;
@@ -117,8 +120,11 @@ impl Bbr3 {
         self.ack_phase = AckPhase::ProbeStarting;
         self.next_rtt_delivered = conn.delivered;
         self.cycle_mstamp = conn.now;
-        self.reset_full_bw();
-        self.full_bw = self.sample_bw;
+        if !self.cfg.logic.full_bw_on_max_bw_per_round {
+            // v3 reuses the plateau detector to end PROBE_UP; v2alpha does not.
+            self.reset_full_bw();
+            self.full_bw = self.sample_bw;
+        }
         self.cycle_idx = Phase::Up;
         self.raise_inflight_hi_slope(conn);
     }
@@ -143,9 +149,17 @@ impl Bbr3 {
     }
 
     /// `bbr_is_reno_coexistence_probe_time`: probe at least every
-    /// min(63, BDP) rounds, as a Reno flow at our BDP would.
+    /// min(63, BDP) rounds, as a Reno flow at our BDP would. (v2alpha scales
+    /// the BDP by `bbr_bw_probe_reno_gain`, 1.0 by default as v3 hard-wires;
+    /// 0 turns the bound off.)
     fn is_reno_coexistence_probe_time(&self, conn: &Conn) -> bool {
-        let rounds = self.cfg.bw_probe_max_rounds.min(self.target_inflight(conn));
+        let mut rounds = self.cfg.bw_probe_max_rounds;
+        if self.cfg.bw_probe_reno_gain > 0 {
+            let reno_rounds = ((self.target_inflight(conn) as u64
+                * self.cfg.bw_probe_reno_gain as u64)
+                >> BBR_SCALE) as u32;
+            rounds = rounds.min(reno_rounds);
+        }
         self.rounds_since_probe >= rounds
     }
 
@@ -203,6 +217,11 @@ impl Bbr3 {
                 if self.prev_probe_too_high && inflight >= self.inflight_hi {
                     self.stopped_risky_probe = true;
                     is_bw_probe_done = true;
+                } else if self.cfg.logic.probe_up_ends_on_queue {
+                    // v2alpha bbr2_update_cycle_phase: probed ≥ 1 min_rtt and
+                    // the queue is building (inflight ≥ pif_gain·BDP).
+                    is_bw_probe_done = self.has_elapsed_in_phase(conn, self.min_rtt_us())
+                        && inflight >= self.inflight(bw, self.cfg.bw_probe_pif_gain, conn.mss);
                 } else if conn.is_cwnd_limited && conn.cwnd >= self.inflight_hi {
                     // inflight_hi is limiting growth: restart the plateau test.
                     self.reset_full_bw();

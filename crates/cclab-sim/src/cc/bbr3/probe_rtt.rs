@@ -2,7 +2,7 @@
 //! 5 s-window minimum for 5 s, cut cwnd to max(4, 0.5·BDP) for
 //! max(200 ms, 1 round), then cruise. min_rtt itself keeps a 10 s window.
 
-use super::{AckPhase, Bbr3, Mode};
+use super::{AckPhase, Bbr3, Mode, NS_PER_US};
 use crate::cc::{Conn, RateSample};
 
 impl Bbr3 {
@@ -35,15 +35,29 @@ impl Bbr3 {
     /// `bbr_update_min_rtt` (v3).
     pub(crate) fn update_min_rtt(&mut self, conn: &mut Conn, rs: &RateSample) {
         let probe_rtt_expired = conn.now > self.probe_rtt_min_stamp + self.cfg.probe_rtt_win;
+        // v2alpha (tcp_bbr2.c bbr_update_min_rtt) compares in µs and lets an
+        // equal sample refresh the filters; see Logic::probe_rtt_min_takes_equal_us.
+        let v2_le = self.cfg.logic.probe_rtt_min_takes_equal_us;
         if let Some(rtt) = rs.rtt {
             let rtt = rtt.ns();
-            if rtt < self.probe_rtt_min_ns || (probe_rtt_expired && !rs.is_ack_delayed) {
+            let lower = if v2_le {
+                // v2alpha: rs->rtt_us <= probe_rtt_min_us (the kernel's µs).
+                rtt / NS_PER_US <= self.probe_rtt_min_ns / NS_PER_US
+            } else {
+                rtt < self.probe_rtt_min_ns
+            };
+            if lower || (probe_rtt_expired && !rs.is_ack_delayed) {
                 self.probe_rtt_min_ns = rtt;
                 self.probe_rtt_min_stamp = conn.now;
             }
         }
         let min_rtt_expired = conn.now > self.min_rtt_stamp + self.cfg.min_rtt_win;
-        if self.probe_rtt_min_ns <= self.min_rtt_ns || min_rtt_expired {
+        let probe_rtt_min_le = if v2_le {
+            self.probe_rtt_min_ns / NS_PER_US <= self.min_rtt_ns / NS_PER_US
+        } else {
+            self.probe_rtt_min_ns <= self.min_rtt_ns
+        };
+        if probe_rtt_min_le || min_rtt_expired {
             self.min_rtt_ns = self.probe_rtt_min_ns;
             self.min_rtt_stamp = self.probe_rtt_min_stamp;
         }

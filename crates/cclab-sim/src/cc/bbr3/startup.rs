@@ -2,7 +2,9 @@
 //! a bandwidth plateau (3 rounds without 25 % growth of the *sample*, v3's
 //! `bbr_check_full_bw_reached`) or on loss: ≥ 6 loss-marking events in a
 //! recovery round whose loss rate exceeds 2 % (`bbr_check_loss_too_high_in_startup`),
-//! which also sets inflight_hi.
+//! which also sets inflight_hi. bbr2 (v2alpha) gains 2.89/2.89, needs 8 loss
+//! events, sets inflight_hi to the BDP alone and detects the plateau on the
+//! max filter once per round ([`super::Logic`]).
 
 use super::{Bbr3, BBR_SCALE, BBR_UNIT};
 use crate::cc::{CaState, Conn, RateSample};
@@ -12,7 +14,11 @@ impl Bbr3 {
     pub(crate) fn handle_queue_too_high_in_startup(&mut self, conn: &Conn) {
         self.full_bw_reached = true;
         let bdp = self.inflight(self.max_bw(), BBR_UNIT, conn.mss);
-        self.inflight_hi = bdp.max(self.inflight_latest);
+        self.inflight_hi = if self.cfg.logic.startup_loss_inflight_hi_is_bdp {
+            bdp // v2alpha bbr2_handle_queue_too_high_in_startup
+        } else {
+            bdp.max(self.inflight_latest)
+        };
     }
 
     /// `bbr_check_loss_too_high_in_startup`: judged at the end of each round
@@ -40,6 +46,10 @@ impl Bbr3 {
 
     /// `bbr_check_full_bw_reached` (v3: compares each bw sample; counts rounds).
     pub(crate) fn check_full_bw_reached(&mut self, rs: &RateSample) {
+        if self.cfg.logic.full_bw_on_max_bw_per_round {
+            self.check_full_bw_reached_v2alpha(rs);
+            return;
+        }
         if self.full_bw_now || rs.is_app_limited {
             return;
         }
@@ -56,6 +66,25 @@ impl Bbr3 {
         self.full_bw_cnt += 1;
         self.full_bw_now = self.full_bw_cnt >= self.cfg.full_bw_cnt;
         self.full_bw_reached |= self.full_bw_now;
+    }
+
+    /// `bbr_check_full_bw_reached` of tcp_bbr2.c (BBRv1's): at each
+    /// non-app-limited round start, the max filter either grew ≥ 25 % over
+    /// full_bw (new full_bw, count 0) or counts a round; 3 such rounds fill
+    /// the pipe. Only Startup uses it (`full_bw_now` stays false).
+    fn check_full_bw_reached_v2alpha(&mut self, rs: &RateSample) {
+        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
+            return;
+        }
+        let bw_thresh =
+            ((self.full_bw as u128 * self.cfg.full_bw_thresh as u128) >> BBR_SCALE) as u64;
+        if self.max_bw() >= bw_thresh {
+            self.full_bw = self.max_bw();
+            self.full_bw_cnt = 0;
+            return;
+        }
+        self.full_bw_cnt += 1;
+        self.full_bw_reached = self.full_bw_cnt >= self.cfg.full_bw_cnt;
     }
 }
 
