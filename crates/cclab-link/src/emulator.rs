@@ -92,7 +92,16 @@ fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
             .iter()
             .filter_map(|c| c.delay_ns.map(|d| (t0 + c.at_ns, d))),
     );
-    let mut loss_steps = vec![(0, LossModel::from_config(&l.loss))];
+    // The experiment starts at t0: before it (connection set-up) the link
+    // loses nothing, so a handshake is never delayed by a lost SYN and its
+    // 1 s retransmission timeout (RFC 6298 §2.1). The configured loss starts
+    // at t0; since a zero probability draws no random number, the seeded
+    // sequence of loss draws starts with the first packet judged at or
+    // after t0, whatever happened during set-up (docs/kernel.md).
+    let mut loss_steps = vec![
+        (0, LossModel::Bernoulli { p: 0.0 }),
+        (t0, LossModel::from_config(&l.loss)),
+    ];
     loss_steps.extend(l.schedule.iter().filter_map(|c| {
         c.loss
             .as_ref()
@@ -473,6 +482,71 @@ mod tests {
                   "delay_ns":0,"buffer":{"bytes":100000,"packets":null},"loss":{"kind":"bernoulli","p":0.0},"schedule":[]},
           "flows":[{"id":0,"cca":"cubic","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"bytes":null}]}"#)
         .unwrap()
+    }
+
+    fn lossy_ir(p: f64) -> Ir {
+        Ir::from_json(&format!(r#"{{"name":"l","duration_ns":1000000000,"seed":2,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
+          "link":{{"capacity":{{"kind":"constant","rate_bps":1000000000}},
+                  "delay_ns":0,"buffer":{{"bytes":null,"packets":null}},"loss":{{"kind":"bernoulli","p":{p}}},"schedule":[]}},
+          "flows":[{{"id":0,"cca":"cubic","rtt_ns":0,"start_ns":0,"stop_ns":null,"bytes":null}}]}}"#))
+        .unwrap()
+    }
+
+    /// Ids of the packets (sent 1 µs apart from `from`) that the link drops.
+    fn dropped_ids(p: LinkParams, from: u64, n: u32) -> Vec<u32> {
+        let mut m: LinkModel<u32> = LinkModel::new(p);
+        let mut dropped = vec![];
+        for i in 0..n {
+            let t = from + i as u64 * 1000;
+            m.on_data(t, Some(0), 100, i);
+            m.advance(t, &mut |d| {
+                if let Delivery::Drop(id) = d {
+                    dropped.push(id)
+                }
+            });
+        }
+        dropped
+    }
+
+    #[test]
+    fn no_loss_before_t0_and_the_seeded_draws_start_at_t0() {
+        // Regression: a 15 % loss applied to the set-up traffic lost SYNs
+        // (seed 2), the handshake waited for its 1 s retransmission and the
+        // run failed before t0. Set-up is never lost; from t0 the loss is
+        // the configured one, and its pattern does not depend on how many
+        // packets crossed the link before t0.
+        let t0 = 100_000_000_000;
+        let before = dropped_ids(
+            link_params(&lossy_ir(0.5), t0).unwrap(),
+            t0 - 1_000_000_000,
+            1000,
+        );
+        assert!(before.is_empty(), "{} set-up packets lost", before.len());
+        let run = |setup_packets: u32| {
+            let mut m: LinkModel<u32> = LinkModel::new(link_params(&lossy_ir(0.15), t0).unwrap());
+            let mut dropped = vec![];
+            let mut push = |d: Delivery<u32>| {
+                if let Delivery::Drop(id) = d {
+                    dropped.push(id)
+                }
+            };
+            for i in 0..setup_packets {
+                m.on_data(t0 - 10_000_000 + i as u64, Some(0), 60, u32::MAX);
+                m.advance(t0 - 10_000_000 + i as u64, &mut push);
+            }
+            for i in 0..10_000u32 {
+                m.on_data(t0 + i as u64 * 1000, Some(0), 1500, i);
+                m.advance(t0 + i as u64 * 1000, &mut push);
+            }
+            dropped
+        };
+        let (a, b) = (run(0), run(7));
+        assert_eq!(
+            a, b,
+            "the loss pattern from t0 on must not depend on set-up traffic"
+        );
+        let rate = a.len() as f64 / 10_000.0;
+        assert!((rate - 0.15).abs() < 0.015, "{rate}");
     }
 
     #[test]
