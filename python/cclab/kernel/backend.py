@@ -42,12 +42,13 @@ from typing import Any
 
 import numpy as np
 
+from cclab.backends import BackendError
 from cclab.errors import ScenarioError
 from cclab.kernel import machine
 from cclab.kernel.diag import DiagSocket, TcpSample
 from cclab.kernel.netns import RunNamespaces, clean, in_netns, sender_addr
 
-__all__ = ["KernelBackend", "check", "get_backend", "run", "STATE_NAMES"]
+__all__ = ["KernelBackend", "KernelRunError", "check", "get_backend", "run", "STATE_NAMES"]
 
 NAME = "kernel"
 
@@ -70,6 +71,21 @@ MIN_SAMPLE_INTERVAL_NS = 1_000_000
 EMULATOR_RT_PRIO = int(os.environ.get("CCLAB_LINK_RT_PRIO", "10"))
 #: Deadlines closer than this are busy-polled instead of slept for.
 EMULATOR_SPIN_NS = int(os.environ.get("CCLAB_LINK_SPIN_NS", "0"))
+
+
+class KernelRunError(BackendError):
+    """A kernel run failed after its checks passed (a cclab-link process did not
+    start or died, set-up overran its margin, the sampler failed, …).
+
+    ``str()`` is one line (``kernel run failed: …``); the CLI prints it as an
+    ``error:`` line, never as a traceback. The cause, if any, is chained.
+    """
+
+    def __init__(self, detail: str):
+        super().__init__("kernel run failed: " + " ".join(str(detail).split()) + _KEEP_HINT)
+
+
+_KEEP_HINT = " (CCLAB_KEEP_KERNEL_WORKDIR=1 keeps the emulator's logs)"
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +238,7 @@ def _wait_line(proc: subprocess.Popen, expect: str, timeout: float, what: str, e
         proc.poll()
         err = errfile.read_text(errors="replace").strip() if errfile.exists() else ""
         detail = err.splitlines()[-1] if err else f"no '{expect}' within {timeout:g}s"
-        raise RuntimeError(f"{what} failed to start: {detail}")
+        raise KernelRunError(f"{what} failed to start: {detail}")
 
 
 def _spawn(args: list[str], workdir: Path, name: str, stdin: bool = False) -> subprocess.Popen:
@@ -295,7 +311,7 @@ class EmulatedPath:
                 name = p.args[1] if isinstance(p.args, list) else "?"
                 name = {"emulate": "emulator"}.get(name, name)
                 err = (self.workdir / f"{name}.stderr").read_text(errors="replace").strip()
-                raise RuntimeError(f"cclab-link {name} exited early ({p.returncode}): {err[-300:]}")
+                raise KernelRunError(f"cclab-link {name} exited early ({p.returncode}): {err[-300:]}")
 
     def stop(self) -> None:
         _stop(list(reversed(self.procs)))
@@ -346,7 +362,21 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
 
 
 def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, Any]:
-    """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``)."""
+    """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``).
+
+    Raises :class:`ScenarioError` for what :func:`check` refuses and
+    :class:`KernelRunError` (one line, the cause chained) for every failure
+    of the run itself; namespaces and processes are removed either way.
+    """
+    try:
+        return _run(ir, enforce_rate_limit=enforce_rate_limit)
+    except (ScenarioError, KernelRunError):
+        raise
+    except Exception as exc:  # noqa: BLE001 — an environment failure mid-run, reported on one line
+        raise KernelRunError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     n_flows = len(ir["flows"])
@@ -355,14 +385,18 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, 
     with emulated_path(ir, enforce_rate_limit=enforce_rate_limit) as path:
         ns, workdir, binary, ir_path = path.ns, path.workdir, path.binary, path.ir_path
         try:
-            t0 = time.monotonic_ns() + SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
+            setup_start = time.monotonic_ns()
+            t0 = setup_start + SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
             path.start(t0)
             path.spawn([binary, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
                         "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
             path.spawn([binary, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
             sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
             if time.monotonic_ns() >= t0:
-                raise RuntimeError("kernel run setup took longer than its margin; nothing was measured")
+                raise KernelRunError(
+                    f"set-up (namespaces, emulator, connecting {n_flows} flow(s)) took longer than its margin of "
+                    f"{(t0 - setup_start) / 1e6:.0f} ms; nothing was measured"
+                )
             sampler.start()
             cpu0 = _cpu_times()
             end = t0 + n_samples * interval + 20_000_000
@@ -375,11 +409,13 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, 
             sysctls = ns.sysctls()
             path.stop()
             if sampler.error is not None:
-                raise RuntimeError(f"sock_diag sampler failed: {sampler.error}")
+                raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
             return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, binary)  # type: ignore[attr-defined]
         finally:
             if sampler is not None:
                 sampler.stop_flag.set()
+                if sampler.ident is None:  # never started: its socket is ours to close
+                    sampler.diag.close()
 
 
 # ---------------------------------------------------------------------------
