@@ -52,3 +52,4 @@ def test_state_inference_for_bbr_gains():
     assert backend._bbr_mode({"pacing_gain": 88 / 256, "cwnd_gain": 739 / 256}) == 1
     assert backend._bbr_mode({"pacing_gain": 1.25, "cwnd_gain": 2.0}) == 2
     assert backend._bbr_mode({"pacing_gain": 1.0, "cwnd_gain": 1.0}) == 3
+    assert backend.BBR_MODES[0] == "STARTUP"

@@ -120,7 +120,7 @@ def test_bbr_overfills_a_100kb_buffer_and_drops_match_retransmits():
     flows, _link, _s = _summary(raw, ir)
     assert flows["bw_bps"].notna().any() and flows["pacing_gain"].notna().any()
     assert set(flows["state"].dropna()) <= set(backend.BBR_MODES)
-    assert "probe_bw" in set(flows["state"])
+    assert "PROBE_BW" in set(flows["state"])
 
 
 def test_two_flows_with_different_algorithms_each_report_theirs():

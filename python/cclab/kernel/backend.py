@@ -47,17 +47,17 @@ from cclab.errors import ScenarioError
 from cclab.kernel import machine
 from cclab.kernel.diag import DiagSocket, TcpSample
 from cclab.kernel.netns import RunNamespaces, clean, in_netns, sender_addr
+from cclab.states import BBR, kernel_names, loss_based_code
 
 __all__ = ["KernelBackend", "KernelRunError", "check", "get_backend", "run", "STATE_NAMES"]
 
 NAME = "kernel"
 
-#: Linux's tcp_ca_state (include/net/tcp.h enum tcp_ca_state), for algorithms
-#: that export no state of their own.
-CA_STATES = ["open", "disorder", "cwr", "recovery", "loss"]
-#: BBR v1's modes (tcp_bbr.c enum bbr_mode). The kernel does not export the
-#: mode; it is inferred from the gains it does export (see _bbr_mode).
-BBR_MODES = ["startup", "drain", "probe_bw", "probe_rtt"]
+#: BBR v1's modes (tcp_bbr.c enum bbr_mode), named as in every record
+#: (cclab.states). The kernel does not export the mode; it is inferred from
+#: tcp_bbr_info (see _bbr_mode). Other algorithms: cclab.states.LOSS_BASED
+#: from tcpi_ca_state.
+BBR_MODES = list(BBR)
 STATE_NAMES = {"bbr": BBR_MODES}
 
 #: Self-check thresholds (docs/kernel.md "Self-check").
@@ -194,10 +194,10 @@ class _Sampler(threading.Thread):
 
 
 def _bbr_mode(bbr: Mapping[str, float]) -> int:
-    """BBR v1's mode from its exported gains (tcp_bbr.c bbr_update_gains):
-    STARTUP paces at bbr_high_gain (2/ln2 ≈ 2.89), DRAIN at its inverse
-    (≈ 0.35), PROBE_RTT uses cwnd_gain 1, PROBE_BW cycles 1.25/0.75/1 with
-    cwnd_gain 2."""
+    """BBR v1's mode (index into cclab.states.BBR) from its exported gains
+    (tcp_bbr.c bbr_update_gains): STARTUP paces at bbr_high_gain (2/ln2 ≈
+    2.89), DRAIN at its inverse (≈ 0.35), PROBE_RTT uses cwnd_gain 1,
+    PROBE_BW cycles 1.25/0.75/1 with cwnd_gain 2."""
     pg, cg = bbr["pacing_gain"], bbr["cwnd_gain"]
     if pg > 2.0:
         return 0
@@ -456,8 +456,11 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
         "rto_count": g("total_rto"),
         # wire bytes sent incl. retransmissions: payload + headers of every data segment
         "sent_bytes": g("bytes_sent") + g("data_segs_out") * header,
-        "cc_state": float(i["ca_state"]) if i.get("ca_state") is not None else math.nan,
+        "cc_state": math.nan,
     }
+    if s.cca != "bbr" and i.get("ca_state") is not None and i.get("snd_cwnd") is not None:
+        ssthresh_segs = _INFINITE_SSTHRESH if ssthresh is None else int(ssthresh)
+        out["cc_state"] = float(loss_based_code(int(i["ca_state"]), int(i["snd_cwnd"]), ssthresh_segs))
     for k in ("cc_w_max_bytes", "cc_bw_bps", "cc_min_rtt_ns", "cc_pacing_gain", "cc_cwnd_gain",
               "cc_inflight_hi_bytes", "cc_inflight_lo_bytes", "cc_bw_hi_bps", "cc_bw_lo_bps"):  # fmt: skip
         out[k] = math.nan
@@ -542,7 +545,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         "in_flight_packets": int(counters["data_in"]) - int(counters["data_out"]) - dropped - int(counters["queued_packets"]),
     }
 
-    state_names = {str(f["cca"]): (BBR_MODES if str(f["cca"]) == "bbr" else CA_STATES) for f in flows_ir}
+    state_names = {str(f["cca"]): list(kernel_names(str(f["cca"]))) for f in flows_ir}
     reasons = _self_check(ir, emu, dev_stats, link_raw, cpu0, cpu1)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])
