@@ -52,4 +52,7 @@ def test_state_inference_for_bbr_gains():
     assert backend._bbr_mode({"pacing_gain": 88 / 256, "cwnd_gain": 739 / 256}) == 1
     assert backend._bbr_mode({"pacing_gain": 1.25, "cwnd_gain": 2.0}) == 2
     assert backend._bbr_mode({"pacing_gain": 1.0, "cwnd_gain": 1.0}) == 3
+    # before the first bandwidth sample the kernel reports bw 0 and gains 1/1: STARTUP (bbr_init), not PROBE_RTT
+    assert backend._bbr_mode({"bw_bytes_per_s": 0.0, "pacing_gain": 1.0, "cwnd_gain": 1.0}) == 0
+    assert backend._bbr_mode({"bw_bytes_per_s": 6e6, "pacing_gain": 1.0, "cwnd_gain": 1.0}) == 3
     assert backend.BBR_MODES[0] == "STARTUP"

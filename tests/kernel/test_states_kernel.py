@@ -1,9 +1,13 @@
-"""Both backends name algorithm states alike, (root).
+"""Both backends name algorithm states alike, and the kernel's BBR mode is right from the first sample (root).
 
 * The same scenario (one BBR and one CUBIC flow) on ``sim`` and ``kernel``:
   every state either record uses is in the one table of cclab.states for
   that algorithm, and both records see BBR's STARTUP and PROBE_BW and
   CUBIC's SLOW_START and CONG_AVOID.
+* BBR's mode before its first bandwidth sample is STARTUP (bbr_init), not
+  PROBE_RTT: the kernel reports gains 1/1 then. PROBE_RTT cannot happen at
+  all in a 5 s run — tcp_bbr.c enters it only when the min-RTT filter
+  (bbr_min_rtt_win_sec = 10 s) has expired.
 * The time-series figure of the kernel run has its state strip.
 """
 
@@ -45,6 +49,8 @@ def test_both_backends_use_the_same_state_names(tmp_path, kernel_ready):
 
     bbr = k.flows[k.flows.cca == "bbr"].sort_values("time_s")
     assert bbr["state"].notna().all()
+    assert bbr["state"].iloc[0] == "STARTUP", bbr[["time_s", "state", "bw_bps", "pacing_gain", "cwnd_gain"]].head(8)
+    assert "PROBE_RTT" not in set(bbr["state"]), bbr.loc[bbr.state == "PROBE_RTT", ["time_s", "bw_bps", "pacing_gain"]]
     cubic = k.flows[k.flows.cca == "cubic"].sort_values("time_s")
     assert cubic["state"].iloc[0] == "SLOW_START"
 

@@ -194,10 +194,17 @@ class _Sampler(threading.Thread):
 
 
 def _bbr_mode(bbr: Mapping[str, float]) -> int:
-    """BBR v1's mode (index into cclab.states.BBR) from its exported gains
-    (tcp_bbr.c bbr_update_gains): STARTUP paces at bbr_high_gain (2/ln2 ≈
-    2.89), DRAIN at its inverse (≈ 0.35), PROBE_RTT uses cwnd_gain 1,
+    """BBR v1's mode (index into cclab.states.BBR) from its tcp_bbr_info.
+
+    Until the first ACK of data has run BBR's model the socket reports
+    bandwidth 0 and gains 1/1 (measured: the first 30–40 ms of a run); the
+    mode then is still the STARTUP set by bbr_init (bbr_reset_startup_mode),
+    so a zero bandwidth estimate is STARTUP. Afterwards the gains tell the
+    mode (tcp_bbr.c bbr_update_gains): STARTUP paces at bbr_high_gain
+    (2/ln2 ≈ 2.89), DRAIN at its inverse (≈ 0.35), PROBE_RTT uses gains 1/1,
     PROBE_BW cycles 1.25/0.75/1 with cwnd_gain 2."""
+    if bbr.get("bw_bytes_per_s", 1.0) <= 0:
+        return 0
     pg, cg = bbr["pacing_gain"], bbr["cwnd_gain"]
     if pg > 2.0:
         return 0
