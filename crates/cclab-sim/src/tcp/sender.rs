@@ -831,7 +831,10 @@ impl Sender {
         }
         if matches!(self.conn.ca_state, CaState::Recovery | CaState::Cwr) {
             self.prr_reduction(w);
-        } else if w.newly_delivered > 0 {
+        } else if w.una_advanced && w.newly_delivered > 0 {
+            // tcp_may_raise_cwnd: without reordering seen, only an ACK that
+            // advances snd_una (FLAG_DATA_ACKED) raises cwnd (RFC 5681 §3.1:
+            // duplicate ACKs carrying SACK do not) — by all it delivered.
             self.cc.cong_avoid(&mut self.conn, w.newly_delivered);
         }
     }

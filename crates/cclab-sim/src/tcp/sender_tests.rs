@@ -59,6 +59,21 @@ fn slow_start_acks_release_two_segments_per_acked_segment() {
 }
 
 #[test]
+fn duplicate_acks_with_sack_do_not_raise_cwnd() {
+    // tcp_may_raise_cwnd: without reordering, cwnd grows only on ACKs that
+    // advance snd_una (FLAG_DATA_ACKED); a duplicate ACK that only SACKs new
+    // data leaves it alone (RFC 5681 §3.1), so a flow whose loss is not yet
+    // detected does not keep growing into a full queue.
+    let mut s = sender("reno"); // slow start: any raise would add all it delivered
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ack(2, &[]));
+    let cwnd = s.conn.cwnd;
+    on_ack(&mut s, 101 * MS, ack(2, &[(3, 5)])); // segment 2 missing, 3–4 SACKed
+    assert_eq!(s.conn.cwnd, cwnd, "a SACK-only ACK must not raise cwnd");
+    assert_eq!(s.conn.ca_state, CaState::Disorder);
+}
+
+#[test]
 fn sack_below_dupthresh_waits_for_reorder_window_then_rack_marks_lost() {
     // RFC 8985 §6.2: a segment is lost once a later-sent one is delivered and
     // RACK.rtt + reo_wnd has passed; reo_wnd = min_rtt/4 while < 3 SACKed.
