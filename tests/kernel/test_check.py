@@ -56,3 +56,35 @@ def test_state_inference_for_bbr_gains():
     assert backend._bbr_mode({"bw_bytes_per_s": 0.0, "pacing_gain": 1.0, "cwnd_gain": 1.0}) == 0
     assert backend._bbr_mode({"bw_bytes_per_s": 6e6, "pacing_gain": 1.0, "cwnd_gain": 1.0}) == 3
     assert backend.BBR_MODES[0] == "STARTUP"
+
+
+def _link(queue, egress, busy, cap=12e6, dt=10_000_000):
+    import numpy as np
+
+    n = len(queue)
+    return {"time_ns": np.arange(1, n + 1) * dt, "queue_packets": np.asarray(queue, float), "queue_bytes": np.asarray(queue, float) * 1500,
+            "egress_bytes": np.asarray(egress, float), "capacity_bps": np.full(n, cap), "departed_packets": np.zeros(n),
+            "sojourn_sum_ns": np.zeros(n), "arrival_bytes": np.zeros(n), "drops_overflow": np.zeros(n), "drops_random": np.zeros(n),
+            "drops_aqm": np.zeros(n), "delay_ns": np.zeros(n)}, np.asarray(busy, float)  # fmt: skip
+
+
+def test_capacity_check_judges_only_intervals_in_which_the_link_never_idled():
+    # 12 Mbit/s, 10 ms intervals: 15 000 bytes (10 packets) per interval when busy
+    ir = scenario_ir()
+    n = 30
+    # a queue at both ends of every interval, but the link idled 4 ms in each
+    # (a queue that empties inside the interval): nothing is judged, nothing flagged
+    link, busy = _link([3] * n, [9000 * (k + 1) for k in range(n)], [6_000_000 * (k + 1) for k in range(n)])
+    stats = backend.capacity_stats(ir, link, busy)
+    assert stats["intervals_judged"] == 0 and backend._capacity_check(stats) == []
+    # never idle and the full rate: judged and passed
+    link, busy = _link([3] * n, [15000 * (k + 1) for k in range(n)], [10_000_000 * (k + 1) for k in range(n)])
+    stats = backend.capacity_stats(ir, link, busy)
+    assert stats["intervals_judged"] == n - 1 and stats["runs"] == 1 and stats["achieved"] == pytest.approx(1.0)
+    assert backend._capacity_check(stats) == []
+    # never idle but 10 % short: flagged
+    link, busy = _link([3] * n, [13500 * (k + 1) for k in range(n)], [10_000_000 * (k + 1) for k in range(n)])
+    stats = backend.capacity_stats(ir, link, busy)
+    assert stats["achieved"] == pytest.approx(0.9)
+    (reason,) = backend._capacity_check(stats)
+    assert "achieved capacity 90.0 %" in reason and "never idled" in reason

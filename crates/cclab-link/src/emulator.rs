@@ -259,7 +259,7 @@ fn direction_loop(
                 let c = &model.counters;
                 writeln!(
                     s.link_csv,
-                    "{},{},{},{},{},{},{},{},{},0,{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},0,{},{},{},{},{},{}",
                     s.k * s.interval,
                     model.queue_bytes(),
                     model.queue_packets(),
@@ -273,7 +273,8 @@ fn direction_loop(
                     model.delay_at(t),
                     out.interval_late_max,
                     out.written_bytes,
-                    out.write_errors
+                    out.write_errors,
+                    model.busy_ns_at(t)
                 )
                 .ok();
                 for (i, f) in model.flow_counters.iter().enumerate() {
@@ -381,7 +382,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     };
     let mut link_csv = create("link.csv")?;
     let mut flows_csv = create("link_flows.csv")?;
-    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors").ok();
+    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns").ok();
     writeln!(
         flows_csv,
         "time_ns,flow_id,egress_bytes,arrival_bytes,drops"

@@ -52,6 +52,8 @@ pub struct LinkCounters {
     pub egress_bytes: u64,
     pub departed_packets: u64,
     pub sojourn_sum_ns: u64,
+    /// Time the link spent serializing completed packets (ns); see [`LinkModel::busy_ns_at`].
+    pub busy_ns: u64,
     pub drops_overflow: u64,
     pub drops_random: u64,
     /// data packets handed to the model / delivered out of it
@@ -206,6 +208,21 @@ impl<P> LinkModel<P> {
     }
     pub fn capacity(&self) -> &Capacity {
         &self.p.capacity
+    }
+
+    /// Cumulative time up to `t` during which the link was serializing a packet
+    /// (from the start of its serialization to its end; for a trace link, from
+    /// its first to its last delivery opportunity). An interval in which this
+    /// grows by the interval's length is one in which the link never idled —
+    /// the intervals the emulator's capacity self-check judges. Call after
+    /// `advance(t)`.
+    pub fn busy_ns_at(&self, t: Ns) -> u64 {
+        let partial = self
+            .in_service
+            .as_ref()
+            .map(|s| t.min(s.done).saturating_sub(s.start))
+            .unwrap_or(0);
+        self.counters.busy_ns + partial
     }
 
     pub fn delay_at(&self, t: Ns) -> Ns {
@@ -411,6 +428,7 @@ impl<P> LinkModel<P> {
         self.counters.egress_bytes += len;
         self.counters.departed_packets += 1;
         self.counters.sojourn_sum_ns += start.saturating_sub(q.arrival);
+        self.counters.busy_ns += done - start;
         if let Some(c) = q.flow.and_then(|f| self.flow_counters.get_mut(f as usize)) {
             c.egress_bytes += len;
         }

@@ -55,6 +55,31 @@ fn constant_rate_serializes_back_to_back_then_propagates() {
 }
 
 #[test]
+fn busy_time_counts_serialization_only_and_the_packet_in_service_in_part() {
+    // 12 Mbit/s: 1 ms per 1500-byte packet. Two packets at 0, one at 5 ms:
+    // busy [0, 2) and [5, 6) ms, idle in between.
+    let mut m = LinkModel::new(params(rate(12_000_000)));
+    m.on_data(0, Some(0), 1500, 0);
+    m.on_data(0, Some(0), 1500, 1);
+    drain(&mut m, MS / 2);
+    assert_eq!(m.busy_ns_at(MS / 2), MS / 2, "half of the first packet");
+    drain(&mut m, 4 * MS);
+    assert_eq!(m.busy_ns_at(4 * MS), 2 * MS, "idle after 2 ms");
+    m.on_data(5 * MS, Some(0), 1500, 2);
+    drain(&mut m, 10 * MS);
+    assert_eq!(m.busy_ns_at(10 * MS), 3 * MS);
+    // back to back: busy time grows exactly as fast as the clock
+    let mut m = LinkModel::new(params(rate(333_000_000)));
+    for i in 0..1000 {
+        m.on_data(0, Some(0), 1500, i);
+    }
+    for k in 1..=3 {
+        drain(&mut m, k * 10_000_000);
+        assert_eq!(m.busy_ns_at(k * 10_000_000), k * 10_000_000);
+    }
+}
+
+#[test]
 fn long_run_rate_does_not_drift() {
     // 500 Mbit/s with 1500-byte packets: 24 µs each; 41_667 packets ≈ 1 s.
     // The carried remainder keeps the average exact for rates that do not
