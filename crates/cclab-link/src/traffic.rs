@@ -8,10 +8,14 @@
 //! intervals and its client counts bytes written, not delivered; and there
 //! is no control connection per flow to tell apart from data in sock_diag.
 //!
-//! Connections are opened before t0 (the handshake is not part of the
-//! experiment, as in the simulator, docs/ir.md "Flows"); each socket gets
-//! its algorithm with `setsockopt(TCP_CONGESTION)` before `connect`, never
-//! through a namespace default.
+//! Connections are opened just before t0 — each flow's handshake ends
+//! about `CONNECT_MARGIN_NS` before t0, over the idle path — because the
+//! simulator establishes every connection at time zero (docs/ir.md
+//! "Flows"): the handshake's RTT sample starts BBR's min_rtt clock, so a
+//! connection made seconds earlier would move the kernel's first ProbeRTT
+//! by as much. Each socket gets its algorithm with
+//! `setsockopt(TCP_CONGESTION)` before `connect`, never through a namespace
+//! default.
 
 use crate::config::{self, Ir};
 use crate::sys;
@@ -133,20 +137,38 @@ fn set_notsent_lowat(s: &TcpStream, bytes: u32) -> io::Result<()> {
     cvt(r, "TCP_NOTSENT_LOWAT").map(|_| ())
 }
 
-/// `cclab-link send`: connect every flow of the IR, print `connected`, then
-/// write from t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
+/// How long before t0 each flow's handshake should be over: the orchestrator
+/// starts its sampler after `connected` and must still be ahead of t0.
+pub const CONNECT_MARGIN_NS: u64 = 100_000_000;
+
+/// `cclab-link send`: connect every flow of the IR (each at t0 − its RTT −
+/// `CONNECT_MARGIN_NS`, in parallel), print `connected`, then write from
+/// t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
 pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
     let mask = sys::install_stop_signals();
     sys::die_with_parent();
     sys::enter_netns(netns).map_err(|e| e.to_string())?;
     let dst = SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT);
+    let lowat = notsent_lowat(ir);
+    let connecting: Vec<_> = ir
+        .flows
+        .iter()
+        .map(|f| {
+            let (id, cca, rtt) = (f.id, f.cca.clone(), f.rtt_ns);
+            // a thread starts in the network namespace of the thread that spawns it
+            std::thread::spawn(move || -> Result<TcpStream, String> {
+                sys::sleep_until(t0.saturating_sub(rtt + CONNECT_MARGIN_NS));
+                let src = SocketAddrV4::new(config::sender_addr(id), 0);
+                let s = connect_with_cca(src, dst, &cca).map_err(|e| format!("flow {id}: {e}"))?;
+                s.set_write_timeout(Some(Duration::from_millis(5))).ok();
+                set_notsent_lowat(&s, lowat).map_err(|e| format!("flow {id}: {e}"))?;
+                Ok(s)
+            })
+        })
+        .collect();
     let mut streams = Vec::new();
-    for f in &ir.flows {
-        let src = SocketAddrV4::new(config::sender_addr(f.id), 0);
-        let s = connect_with_cca(src, dst, &f.cca).map_err(|e| format!("flow {}: {e}", f.id))?;
-        s.set_write_timeout(Some(Duration::from_millis(5))).ok();
-        set_notsent_lowat(&s, notsent_lowat(ir)).map_err(|e| format!("flow {}: {e}", f.id))?;
-        streams.push(s);
+    for h in connecting {
+        streams.push(h.join().map_err(|_| "a connecting thread panicked".to_string())??);
     }
     println!("connected");
     io::stdout().flush().ok();
