@@ -88,3 +88,12 @@ def test_capacity_check_judges_only_intervals_in_which_the_link_never_idled():
     assert stats["achieved"] == pytest.approx(0.9)
     (reason,) = backend._capacity_check(stats)
     assert "achieved capacity 90.0 %" in reason and "never idled" in reason
+
+
+def test_cpu_saturation_is_the_emulators_own_wakeup_delay():
+    emu = {"lateness_ns": {"p99": 100_000}, "counters": {"write_errors": 0},
+           "wakeup_lateness_ns": {"count": 5000, "p50": 8_000, "p99": 60_000, "max": 6_000_000}}  # fmt: skip
+    assert backend._self_check(emu, {}, None) == []
+    emu["wakeup_lateness_ns"]["p99"] = 205_000_000
+    (reason,) = backend._self_check(emu, {}, None)
+    assert reason.startswith("emulator CPU-starved: its timed wake-ups were 205.00 ms late at p99")

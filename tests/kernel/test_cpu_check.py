@@ -1,0 +1,37 @@
+"""CPU saturation is judged by the emulator's own scheduling delay, not machine-wide CPU use (root).
+
+Two busy loops at nice 19 (started here, ended by their pid) keep both CPUs
+100 % busy; the emulator runs SCHED_FIFO and is not delayed by them, so the
+run is valid, and the machine's CPU use is recorded as information only.
+Measured (docs/kernel.md): with such load, timed wake-ups p99 52 µs; with
+the emulator in the normal class (CCLAB_LINK_RT_PRIO=0) and the loops at
+nice −20, p99 205 ms — that run is flagged.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from kernel_helpers import scenario_ir
+
+from cclab.kernel import backend
+
+pytestmark = pytest.mark.usefixtures("no_leftovers")
+
+
+def test_unrelated_load_does_not_invalidate_a_run():
+    hogs = [subprocess.Popen(["nice", "-n", "19", "sh", "-c", "while :; do :; done"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        raw = backend.run(scenario_ir(duration="3s", link={"rate": "50Mbps", "delay": "0ms", "buffer": "1bdp"}))
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    meta = raw["meta"]
+    wake = meta["emulator"]["wakeup_lateness_ns"]
+    print(f"machine CPU {meta['kernel']['cpu_busy_fraction'] * 100:.0f} %, wake-ups p99 {wake['p99'] / 1e3:.0f} µs, {meta['invalid_reasons']}")
+    assert meta["kernel"]["cpu_busy_fraction"] >= 0.9  # the machine was busy …
+    assert wake["count"] > 1000
+    assert not [r for r in meta["invalid_reasons"] if "CPU" in r]  # … the emulator was not starved
