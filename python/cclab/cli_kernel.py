@@ -19,6 +19,13 @@ def _fmt(x: Any, digits: int = 2) -> str:
     return f"{x:.{digits}f}"
 
 
+def _fmt_diff(r: Any, digits: int = 2) -> str:
+    """B − A; shares in percentage points ("+15.00 pp")."""
+    if r.diff_unit == "pp" and not math.isnan(r.diff):
+        return f"{r.diff:+.{digits}f} pp"
+    return _fmt(r.diff, digits)
+
+
 def doctor(
     clean: bool = typer.Option(False, "--clean", help="Remove leftovers of killed kernel runs (cclab namespaces and cclab-link processes)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
@@ -86,14 +93,14 @@ def compare_cmd(
     for col in ("flow", "cca", "metric", "A", "B", "B − A", "rel"):
         t.add_column(col, justify="right" if col in ("A", "B", "B − A", "rel") else "left")
     for r in c.per_flow.itertuples():
-        t.add_row(str(r.flow_id), str(r.cca), f"{r.metric} ({r.unit})", _fmt(r.a), _fmt(r.b), _fmt(r.diff),
+        t.add_row(str(r.flow_id), str(r.cca), f"{r.metric} ({r.unit})", _fmt(r.a), _fmt(r.b), _fmt_diff(r),
                   "–" if math.isnan(r.rel_diff) else f"{r.rel_diff * 100:+.1f} %")  # fmt: skip
     console.print(t)
     t = Table(title="aggregate")
     for col in ("metric", "A", "B", "B − A", "rel"):
         t.add_column(col, justify="left" if col == "metric" else "right")
     for r in c.aggregate.itertuples():
-        t.add_row(f"{r.metric} ({r.unit})" if r.unit else r.metric, _fmt(r.a, 3), _fmt(r.b, 3), _fmt(r.diff, 3),
+        t.add_row(f"{r.metric} ({r.unit})" if r.unit else r.metric, _fmt(r.a, 3), _fmt(r.b, 3), _fmt_diff(r, 3),
                   "–" if math.isnan(r.rel_diff) else f"{r.rel_diff * 100:+.1f} %")  # fmt: skip
     console.print(t)
     for f in c.figures:

@@ -4,7 +4,10 @@ Any backends: typically the same scenario on ``kernel`` and ``sim``. The
 runs are aligned by flow id (per-flow metrics from each record's
 summary.json, which :mod:`cclab.metrics` computed the same way for both)
 and by sample time (time series). Differences are B − A, and relative
-differences (B − A) / A.
+differences (B − A) / A — except for shares (a flow's or an algorithm's
+percentage of the total goodput), whose difference is in percentage points
+(``diff_unit`` "pp") and which get no relative difference: 30 % vs 45 % is
++15 pp, not "+50 %".
 
 Output: :class:`Comparison` with a per-flow table, an aggregate table, the
 notes on how the two scenarios differ (if they do), and — with
@@ -36,6 +39,9 @@ FLOW_METRICS = (
     ("rtt_ms_p95", "RTT p95", 1.0, "ms"),
     ("cwnd_bytes_mean", "cwnd mean", 1e-3, "KB"),
 )  # fmt: skip
+
+#: summary keys that are shares of a whole: compared in percentage points, without a relative difference
+PP_METRICS = frozenset({"share"})
 
 AGGREGATE_METRICS = (
     ("goodput_bps", "goodput", 1e-6, "Mbit/s"),
@@ -82,9 +88,10 @@ def _num(x: Any) -> float:
     return math.nan if x is None else float(x)
 
 
-def _diff_row(base: dict[str, Any], a: float, b: float) -> dict[str, Any]:
-    rel = (b - a) / a if a not in (0.0,) and not math.isnan(a) else math.nan
-    return {**base, "a": a, "b": b, "diff": b - a, "rel_diff": rel}
+def _diff_row(base: dict[str, Any], a: float, b: float, *, pp: bool = False) -> dict[str, Any]:
+    """One table row; ``pp``: a and b are percentages of a whole, their difference is in percentage points."""
+    rel = (b - a) / a if not pp and a not in (0.0,) and not math.isnan(a) else math.nan
+    return {**base, "a": a, "b": b, "diff": b - a, "diff_unit": "pp" if pp else base.get("unit", ""), "rel_diff": rel}
 
 
 def _scenario_notes(a: Run, b: Run) -> list[str]:
@@ -117,8 +124,8 @@ def compare_runs(a: Run, b: Run) -> Comparison:
         ra, rb = fa[fid], fb.get(fid, {})
         for key, label, scale, unit in FLOW_METRICS:
             base = {"flow_id": fid, "cca": ra.get("cca"), "metric": label, "unit": unit}
-            rows.append(_diff_row(base, _num(ra.get(key)) * scale, _num(rb.get(key)) * scale))
-    per_flow = pd.DataFrame(rows, columns=["flow_id", "cca", "metric", "unit", "a", "b", "diff", "rel_diff"])
+            rows.append(_diff_row(base, _num(ra.get(key)) * scale, _num(rb.get(key)) * scale, pp=key in PP_METRICS))
+    per_flow = pd.DataFrame(rows, columns=["flow_id", "cca", "metric", "unit", "a", "b", "diff", "diff_unit", "rel_diff"])
     ga, gb = a.summary.get("aggregate", {}), b.summary.get("aggregate", {})
     agg = [
         _diff_row({"metric": label, "unit": unit}, _num(ga.get(key)) * scale, _num(gb.get(key)) * scale)
@@ -127,8 +134,8 @@ def compare_runs(a: Run, b: Run) -> Comparison:
     for alg in a.summary.get("per_algorithm", {}):
         pa = a.summary["per_algorithm"][alg]
         pb = b.summary.get("per_algorithm", {}).get(alg, {})
-        agg.append(_diff_row({"metric": f"share {alg}", "unit": "%"}, _num(pa.get("share")) * 100, _num(pb.get("share")) * 100))
-    aggregate = pd.DataFrame(agg, columns=["metric", "unit", "a", "b", "diff", "rel_diff"])
+        agg.append(_diff_row({"metric": f"share {alg}", "unit": "%"}, _num(pa.get("share")) * 100, _num(pb.get("share")) * 100, pp=True))
+    aggregate = pd.DataFrame(agg, columns=["metric", "unit", "a", "b", "diff", "diff_unit", "rel_diff"])
     return Comparison(a=a, b=b, per_flow=per_flow, aggregate=aggregate, notes=notes)
 
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 import cclab._native as native
@@ -44,6 +45,27 @@ def test_compare_two_sim_runs(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "goodput" in r.stdout and "aggregate" in r.stdout
     assert (tmp_path / "cli" / "compare.png").exists()
+
+
+@needs_sim
+def test_share_differences_are_percentage_points(tmp_path):
+    base = dict(CUBIC_20, duration="6s", measure={"from": "2s"})
+    a = api.run(dict(base, flows=[{"cca": "cubic", "rtt": "40ms"}, {"cca": "reno", "rtt": "40ms"}]), out=tmp_path / "a", plot=False).path
+    b = api.run(dict(base, flows=[{"cca": "cubic", "rtt": "40ms"}, {"cca": "reno", "rtt": "40ms", "start": "3s"}]),
+                out=tmp_path / "b", plot=False).path  # fmt: skip
+    c = compare(a, b)
+    shares = pd.concat([c.per_flow[c.per_flow.metric == "share"], c.aggregate[c.aggregate.metric.str.startswith("share ")]])
+    assert len(shares) == 4
+    assert (shares["diff_unit"] == "pp").all() and shares["rel_diff"].isna().all()
+    assert (shares["diff"] == shares["b"] - shares["a"]).all()
+    cubic = c.aggregate[c.aggregate.metric == "share cubic"].iloc[0]
+    assert cubic["diff"] > 5, cubic  # the later Reno leaves CUBIC a clearly larger share: tens of pp, not a ratio
+    goodput = c.per_flow[c.per_flow.metric == "goodput"]
+    assert (goodput["diff_unit"] == "Mbit/s").all() and goodput["rel_diff"].notna().all()
+    r = subprocess.run([sys.executable, "-m", "cclab", "compare", str(a), str(b), "--no-plot"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    row = next(ln for ln in r.stdout.splitlines() if "share cubic" in ln)
+    assert f"{cubic['diff']:+.3f} pp" in row and row.rstrip(" │").endswith("–"), row
 
 
 @needs_sim
