@@ -168,7 +168,10 @@ pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
         .collect();
     let mut streams = Vec::new();
     for h in connecting {
-        streams.push(h.join().map_err(|_| "a connecting thread panicked".to_string())??);
+        streams.push(
+            h.join()
+                .map_err(|_| "a connecting thread panicked".to_string())??,
+        );
     }
     println!("connected");
     io::stdout().flush().ok();
