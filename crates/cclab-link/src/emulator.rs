@@ -220,6 +220,18 @@ fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// TCP sequence and acknowledgment numbers of an IPv4 packet (0, 0 if none).
+fn tcp_seq_ack(pkt: &[u8]) -> (u32, u32) {
+    let ihl = ((pkt.first().copied().unwrap_or(0) & 0x0f) as usize) * 4;
+    match pkt.get(ihl + 4..ihl + 12) {
+        Some(b) if pkt.get(9) == Some(&6) => (
+            u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+        ),
+        _ => (0, 0),
+    }
+}
+
 /// The loop of one direction: read `in_fd` (stamping each packet with the
 /// time it was read), let the model schedule it, write it to the other side
 /// when due, sleep in ppoll until the next deadline or packet.
@@ -252,6 +264,15 @@ fn direction_loop(
         events: libc::POLLIN,
         revents: 0,
     }];
+    // Diagnostic packet trace (docs/kernel.md): CCLAB_LINK_TRACE=DIR writes
+    // one line per packet read: read time, flow, IP length, TCP seq and ack,
+    // queue packets after it, whether the link dropped it.
+    let mut trace = std::env::var("CCLAB_LINK_TRACE").ok().and_then(|dir| {
+        let name = if data { "trace_data.csv" } else { "trace_ack.csv" };
+        let mut w = std::io::BufWriter::new(File::create(std::path::Path::new(&dir).join(name)).ok()?);
+        writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped").ok()?;
+        Some(w)
+    });
     while !sys::stop_requested() {
         let now = sys::mono_ns();
         if let Some(s) = sampling.as_mut() {
@@ -311,10 +332,17 @@ fn direction_loop(
                     if let (Some(c), Some(f)) = (clamp.as_mut(), flow) {
                         c.apply(f, &mut buf);
                     }
+                    let tcp = trace.as_ref().map(|_| tcp_seq_ack(&buf));
+                    let drops = model.counters.drops_overflow + model.counters.drops_random;
                     if data {
                         model.on_data(stamp, flow, len as u32, buf);
                     } else {
                         model.on_ack(stamp, flow, buf);
+                    }
+                    if let (Some(w), Some((seq, ack))) = (trace.as_mut(), tcp) {
+                        let dropped = model.counters.drops_overflow + model.counters.drops_random > drops;
+                        let f = flow.map_or(-1, |f| f as i64);
+                        writeln!(w, "{stamp},{f},{len},{seq},{ack},{},{}", model.queue_packets(), dropped as u8).ok();
                     }
                 }
                 _ => break,
