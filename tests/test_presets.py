@@ -28,7 +28,7 @@ FULL_POINTS = {
     "bbr-cubic-cycles": 3,
     "ten-and-ten": 3,
     "ten-and-ten-paths": 5 * 7 * 2,
-    "when-to-use-bbr": 8 * 8 * 2 * 2 * 5,
+    "when-to-use-bbr": 8 * 8 * 2 * 3 * 5,  # BBR, CUBIC and the IMC 2023 extension's BBRv2
     "when-to-use-bbr-stock-rwnd": 8 * 8 * 2 * 2 * 5,
     "rtt-unfairness": 6 * 3,
     "joining-flows": 5 * 3,
@@ -54,6 +54,8 @@ def test_every_file_is_listed_and_the_grids_match_the_papers():
     assert p8.axes["flows[0].rtt"] == ["5ms", "10ms", "25ms", "50ms", "75ms", "100ms", "150ms", "200ms"]
     assert p8.axes["link.rate"] == ["10Mbps", "20Mbps", "50Mbps", "100Mbps", "250Mbps", "500Mbps", "750Mbps", "1000Mbps"]
     assert p8.axes["link.buffer"] == ["100KB", "10MB"] and p8.trials == 5
+    assert p8.axes["flows[0].cca"] == ["bbr", "cubic", "bbr2"]
+    assert {f["name"] for f in p8.figures} >= {"goodput-gain", "goodput-gain-bbr2", "utilization", "retransmissions"}
     assert "bbr_shallow" in parts["buffer-sweep-bbr-vs-cubic"].axes["flows[0].cca"]
     # P1/P11: the CS244 reproduction's setup (unlimited buffer, 6.25 MB windows, its loss grid;
     # the data crossed the Verizon trace's uplink file)
