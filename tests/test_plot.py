@@ -79,3 +79,19 @@ def test_state_spans():
 def test_bad_format(run, tmp_path):
     with pytest.raises(ValueError, match="not supported"):
         run.plot(tmp_path / "x", formats=("gif",))
+
+
+def test_every_bbr_state_the_engine_names_is_shaded():
+    # The state strip shades each BBR mode the engines write (bbr, bbr2, bbr3): a
+    # name missing from STATE_COLORS would silently lose its shading.
+    import json
+
+    import cclab._native as native
+    from cclab.plot import STATE_COLORS
+    from helpers import synthetic_ir
+
+    for cca in ("bbr", "bbr2", "bbr3"):
+        raw = native.simulate(json.dumps(synthetic_ir(n_samples=1, ccas=(cca,))))
+        names = raw["state_names"][cca]
+        missing = [n for n in names if n not in STATE_COLORS]
+        assert names and not missing, (cca, missing)

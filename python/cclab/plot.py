@@ -45,9 +45,10 @@ PALETTE: dict[str, str] = {
     "reno": "#2ca02c",  # green
     "bbr": "#ff7f0e",  # orange
     "bbr3": "#d62728",  # red
+    "bbr2": "#e377c2",  # pink
     "vegas": "#9467bd",  # purple
 }
-_OTHER_COLORS = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39")
+_OTHER_COLORS = ("#8c564b", "#aec7e8", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39")
 _LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 
 #: States shaded by default, with their colours (others in the set get a cycle colour).
@@ -56,11 +57,11 @@ STATE_COLORS: dict[str, str] = {
     "DRAIN": "#fee08b",
     "PROBE_BW": "#d9ef8b",
     "PROBE_RTT": "#91bfdb",
-    # BBRv3's PROBE_BW sub-phases
-    "PROBE_DOWN": "#fee08b",
-    "PROBE_CRUISE": "#d9ef8b",
-    "PROBE_REFILL": "#a6d96a",
-    "PROBE_UP": "#66bd63",
+    # BBRv3's (and BBRv2's) PROBE_BW sub-phases, as the engine names them (cc/bbr3 STATE_NAMES)
+    "PROBE_BW_DOWN": "#fee08b",
+    "PROBE_BW_CRUISE": "#d9ef8b",
+    "PROBE_BW_REFILL": "#a6d96a",
+    "PROBE_BW_UP": "#66bd63",
 }
 DEFAULT_SHADE_STATES = frozenset(STATE_COLORS)
 MAX_FLOW_LINES = 12
