@@ -393,6 +393,8 @@ impl Sender {
         // Linux paces whole TSO/GSO skbs: one pacing slot lets a burst of
         // `tso_segs()` segments leave back to back (tcp_write_xmit).
         let mut burst_left = 0u32;
+        // Segments left in the GSO skb of new data being sent.
+        let mut skb_left = 0u32;
         loop {
             if self.in_flight() >= self.conn.cwnd {
                 self.note_cwnd_limited();
@@ -414,6 +416,19 @@ impl Sender {
                 }
                 (seq, true)
             } else if self.snd_nxt < self.app_limit() && self.snd_nxt < wnd {
+                if skb_left == 0 {
+                    // tcp_write_xmit, one skb: the write queue holds skbs of
+                    // `tso_segs` segments (tcp_xmit_size_goal); a partial one
+                    // may be held back (tcp_tso_should_defer), else it leaves
+                    // cut to what cwnd allows (tcp_cwnd_test, tcp_mss_split_point).
+                    let max_segs = self.tso_segs();
+                    if max_segs > 1 && self.tso_should_defer(now, max_segs, wnd) {
+                        break;
+                    }
+                    let cwnd_room = self.conn.cwnd - self.in_flight();
+                    skb_left = max_segs.min(cwnd_room).min((self.conn.cwnd / 2).max(1)).max(1);
+                }
+                skb_left -= 1;
                 (self.snd_nxt, false)
             } else {
                 if self.snd_nxt >= self.app_limit() {
@@ -428,14 +443,75 @@ impl Sender {
     }
 
     /// Linux `tcp_tso_autosize` with `sk_pacing_shift` 10: about 1 ms of data
-    /// at the pacing rate per skb, at least `min_tso_segs` (2; BBR's
+    /// at `sk_pacing_rate` per skb, at least `min_tso_segs` (2; BBR's
     /// `bbr_min_tso_segs` uses 1 below 1.2 Mbit/s), at most a 64 KB GSO skb.
+    /// (The `tcp_tso_rtt_log` allowance only matters below ~0.5 ms min RTT.)
     pub fn tso_segs(&self) -> u32 {
-        let Some(rate) = self.conn.pacing_rate else { return 1 };
-        let bytes = (rate.0 / 8) >> 10;
+        let rate = self.sk_pacing_rate_bps();
+        let bytes = (rate / 8) >> 10;
         let max_bytes = 65536 - 1 - 320; // sk_gso_max_size − 1 − MAX_TCP_HEADER
-        let min_segs = if rate.0 < 1_200_000 { 1 } else { 2 };
+        let min_segs = if self.conn.pacing_rate.is_some() && rate < 1_200_000 { 1 } else { 2 };
         ((bytes.min(max_bytes) / self.mss as u64) as u32).max(min_segs)
+    }
+
+    /// `sk_pacing_rate` (bit/s): the algorithm's own (BBR) or, for one that
+    /// does not pace, what `tcp_update_pacing_rate` sets anyway — 200 % of
+    /// cwnd·mss/srtt in slow start (below half of ssthresh), 120 % after
+    /// (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`). Linux sizes TSO/GSO
+    /// skbs from it for every flow, paced or not.
+    fn sk_pacing_rate_bps(&self) -> u64 {
+        if let Some(r) = self.conn.pacing_rate {
+            return r.0;
+        }
+        let c = &self.conn;
+        let srtt = self.rtt.srtt_or_zero().0;
+        if srtt == 0 {
+            return u64::MAX;
+        }
+        let ratio = if c.cwnd < c.ssthresh / 2 { 200 } else { 120 };
+        let packets = c.cwnd.max(c.packets_out) as u128;
+        (self.mss as u128 * 8 * ratio * packets * 1_000_000_000 / (100 * srtt as u128)).min(u64::MAX as u128) as u64
+    }
+
+    /// Linux `tcp_tso_should_defer`: hold back a GSO skb that cwnd or the
+    /// receive window would cut short, when more room is expected within
+    /// ~1 ms (the oldest outstanding segment's ACK is due) — so TSO bursts
+    /// stay whole and `in_flight` runs up to `tso_segs − 1` below cwnd.
+    fn tso_should_defer(&mut self, now: Time, max_segs: u32, wnd: u32) -> bool {
+        let c = &self.conn;
+        if matches!(c.ca_state, CaState::Recovery | CaState::Loss) {
+            return false;
+        }
+        // "Avoid bursty behavior by allowing defer only if the last write was recent (1 ms)."
+        let wstamp = if c.pacing_rate.is_some() { self.pace_next } else { c.lsndtime };
+        if now > wstamp + Dur::from_ms(1) {
+            return false;
+        }
+        let in_flight = self.in_flight();
+        let cong_win = c.cwnd - in_flight;
+        let send_win = wnd - self.snd_nxt;
+        let limit = cong_win.min(send_win);
+        if limit >= max_segs {
+            return false;
+        }
+        // tcp_tso_win_divisor = 3: a third of the window is worth sending now.
+        let chunk = (wnd - self.snd_una).min(c.cwnd) as u64 * self.mss as u64 / 3;
+        if limit as u64 * self.mss as u64 >= chunk {
+            return false;
+        }
+        if c.packets_out == 0 {
+            return false;
+        }
+        let srtt = self.rtt.srtt_or_zero();
+        let expected_ack = self.seg(self.snd_una).tx_time + srtt;
+        let threshold = Dur(srtt.0 / 2).min(Dur::from_ms(1));
+        if expected_ack > now + threshold {
+            return false;
+        }
+        if cong_win < send_win {
+            self.note_cwnd_limited();
+        }
+        true
     }
 
     fn has_something_to_send(&self) -> bool {

@@ -334,3 +334,32 @@ fn rwnd_limits_outstanding_segments() {
     assert_eq!(send_all(&mut s, 0).len(), 4);
     assert_eq!(on_ack(&mut s, 10 * MS, ack(2, &[])).len(), 2);
 }
+
+#[test]
+fn unpaced_flow_sizes_tso_from_its_internal_pacing_rate_and_defers_partial_skbs() {
+    // tcp_update_pacing_rate gives an unpaced flow sk_pacing_rate =
+    // 120 % · cwnd · mss / srtt in congestion avoidance; tcp_tso_autosize
+    // sizes its GSO skbs from it (~1 ms of data). tcp_tso_should_defer holds
+    // back an skb that cwnd would cut short when the last send was within
+    // 1 ms and the oldest segment's ACK is due within min(srtt/2, 1 ms).
+    let mut s = sender("cubic");
+    s.rtt.on_sample(Dur(10 * MS));
+    s.conn.srtt = Dur(10 * MS);
+    s.conn.cwnd = 60;
+    s.conn.ssthresh = 40;
+    // 1.2 · 60 · 1448 B / 10 ms = 10.4 MB/s → 10.2 KB per ms → 7 segments.
+    assert_eq!(s.tso_segs(), 7);
+    assert_eq!(send_all(&mut s, 0).len(), 60, "a fresh window goes out whole");
+    // 10 ms later the first ACK: the last send was 10 ms ago, so no deferral.
+    let tx = on_ack(&mut s, 10 * MS, ack(2, &[]));
+    assert_eq!(tx.len(), 2);
+    // 0.2 ms later: room for 2 (< 7) and segment 2's ACK is due now → held back.
+    let tx = on_ack(&mut s, 10 * MS + 200_000, ack(4, &[]));
+    assert!(tx.is_empty(), "a partial skb waits for the next ACK: {tx:?}");
+    assert!(s.conn.is_cwnd_limited, "deferring for cwnd counts as cwnd-limited");
+    // Room for 8: one full skb leaves (the later RTT samples lowered the rate a
+    // little: 6 segments now), the last 2 are held back again.
+    let tx = on_ack(&mut s, 10 * MS + 400_000, ack(10, &[]));
+    assert_eq!(tx.len() as u32, s.tso_segs());
+    assert_eq!(s.conn.cwnd - s.in_flight(), 2);
+}
