@@ -217,6 +217,11 @@ impl Cubic {
         if conn.delivered > self.end_seq {
             self.hystart_reset(conn);
         }
+        // Rounds are tracked from the first ACK; only detection waits for
+        // cwnd ≥ hystart_low_window (the check sits after the reset in Linux).
+        if conn.cwnd < HYSTART_LOW_WINDOW {
+            return;
+        }
         // ACK-train detection: closely spaced ACKs spanning more than half the min RTT.
         if now_us.saturating_sub(self.last_ack_us) <= HYSTART_ACK_DELTA_US {
             self.last_ack_us = now_us;
@@ -317,7 +322,7 @@ impl CongestionOps for Cubic {
         if self.delay_min_us == 0 || self.delay_min_us > delay_us {
             self.delay_min_us = delay_us;
         }
-        if !self.found && self.hystart && conn.in_slow_start() && conn.cwnd >= HYSTART_LOW_WINDOW {
+        if !self.found && self.hystart && conn.in_slow_start() {
             self.hystart_update(conn, delay_us);
         }
     }
@@ -446,5 +451,41 @@ mod tests {
             c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt: Some(crate::time::Dur(50_000_000)), in_flight: 32 });
         }
         assert_eq!(conn.ssthresh, 32);
+    }
+    #[test]
+    fn hystart_counts_rounds_from_the_first_ack_even_below_the_low_window() {
+        // tcp_cubic.c hystart_update: the round reset (snd_una past end_seq)
+        // comes before the hystart_low_window test, so round boundaries sit at
+        // the start of each ACK train from the first one; detection itself
+        // waits for cwnd ≥ 16. (Gating the whole update on cwnd ≥ 16 put the
+        // boundaries late in each train, where the queue of the 2× slow-start
+        // burst made the delay test fire a round early: exit at cwnd 255 vs
+        // Linux's 473 on 20 Mbit/s / 200 ms.)
+        let mut c = cubic();
+        let mut conn = Conn::new(Time(0), 1448);
+        conn.cwnd = 10;
+        conn.delivered = 1; // the handshake
+        c.init(&mut conn);
+        conn.packets_out = 10;
+        let rtt = Some(crate::time::Dur(100_000_000));
+        // The first data ACK (one segment) starts a round although cwnd < 16.
+        conn.now = Time(100_000_000);
+        conn.delivered = 2;
+        conn.packets_out = 11; // 9 left + 2 sent in answer to the previous ACK
+        c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt, in_flight: 10 });
+        assert_eq!(c.round_start_us, 100_000);
+        assert_eq!(c.end_seq, 2 + 11);
+        // ACKs within the round do not move it.
+        for i in 1..=11u64 {
+            conn.now = Time(100_000_000 + i * 1_000_000);
+            conn.delivered = 2 + i;
+            c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt, in_flight: 10 });
+        }
+        assert_eq!(c.round_start_us, 100_000);
+        conn.now = Time(170_000_000);
+        conn.delivered = 14; // past end_seq: the next round
+        c.pkts_acked(&mut conn, &AckSample { pkts_acked: 1, rtt, in_flight: 10 });
+        assert_eq!(c.round_start_us, 170_000);
+        assert!(!c.found);
     }
 }
