@@ -118,14 +118,6 @@ impl Trace {
         k * self.n() + self.opps.partition_point(|&o| o <= rel - k * self.period) as u64
     }
 
-    /// Number of opportunities with time < `t`.
-    pub fn count_before(&self, t: Ns) -> u64 {
-        if t <= self.origin {
-            return 0;
-        }
-        self.count_upto(t - 1)
-    }
-
     /// Mean rate of the whole trace in bit/s.
     pub fn mean_rate_bps(&self) -> u64 {
         (self.n() as u128 * self.bytes_per_opp as u128 * 8 * 1_000_000_000 / self.period as u128)
@@ -154,19 +146,6 @@ impl Capacity {
             Capacity::Trace(tr) => {
                 tr.bps(tr.count_upto(t1) - tr.count_upto(t0), t1.saturating_sub(t0))
             }
-        }
-    }
-
-    /// The same over `[t0, t1)` (opportunities at `t1` count in the next
-    /// interval): for a sampler that reads the link before what happens at
-    /// the sample instant, as the simulator's does.
-    pub fn sample_bps_half_open(&self, t0: Ns, t1: Ns) -> f64 {
-        match self {
-            Capacity::Rate(r) => r.rate_at(t1) as f64,
-            Capacity::Trace(tr) => tr.bps(
-                tr.count_before(t1) - tr.count_before(t0),
-                t1.saturating_sub(t0),
-            ),
         }
     }
 
@@ -212,13 +191,9 @@ mod tests {
         assert_eq!(t.first_at_or_after(100 + 3 * ms + 1), 3);
         assert_eq!(t.count_upto(100 + 3 * ms), 3);
         assert_eq!(t.count_upto(100 + 4 * ms), 5);
-        assert_eq!(t.count_before(100 + 4 * ms), 3);
-        assert_eq!(t.count_before(100 + 4 * ms + 1), 5);
         // 3 opportunities × 1500 B per 3 ms = 12 Mbit/s
         let c = Capacity::Trace(t);
         assert_eq!(c.sample_bps(100, 100 + 300 * ms), 12e6);
-        // [t0, t1) leaves out the opportunity at 300 ms: 299 of them
-        assert_eq!(c.sample_bps_half_open(100, 100 + 300 * ms), 11.96e6);
         assert_eq!(c.nominal_bps(0), 12_000_000);
     }
 }

@@ -20,6 +20,7 @@
 
 pub mod bottleneck;
 pub mod capacity;
+pub mod ir;
 pub mod loss;
 pub mod packet;
 pub mod qdisc;
@@ -30,7 +31,7 @@ pub type Ns = u64;
 
 pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out};
 pub use capacity::{Capacity, RateSteps, Trace};
-pub use loss::{LossModel, LossSteps};
+pub use loss::{LossConfig, LossModel, LossSteps};
 pub use packet::{DropCause, Packet, FLOW_NONE};
 pub use qdisc::{Limits, Qdisc, QdiscConfig};
 pub use rng::{mix, Rng};
