@@ -49,6 +49,26 @@ pub enum Out<P> {
     },
 }
 
+/// Where the bottleneck's output goes. `Vec<Out<P>>` collects it; the
+/// simulator passes a sink that routes departures straight onto its
+/// propagation line (no intermediate vector on the per-packet path).
+pub trait Sink<P> {
+    /// `pkt` left the bottleneck at `at`; it reaches the far end at `exit`.
+    fn depart(&mut self, pkt: Packet<P>, at: Ns, exit: Ns);
+    fn drop(&mut self, pkt: Packet<P>, cause: DropCause);
+}
+
+impl<P> Sink<P> for Vec<Out<P>> {
+    #[inline]
+    fn depart(&mut self, pkt: Packet<P>, at: Ns, exit: Ns) {
+        self.push(Out::Depart { pkt, at, exit });
+    }
+    #[inline]
+    fn drop(&mut self, pkt: Packet<P>, cause: DropCause) {
+        self.push(Out::Drop { pkt, cause });
+    }
+}
+
 /// Cumulative counters (the raw `link` columns of docs/record.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -199,7 +219,7 @@ impl<P> Bottleneck<P> {
 
     /// Do everything due at or before `now`.
     #[inline]
-    pub fn advance(&mut self, now: Ns, out: &mut Vec<Out<P>>) {
+    pub fn advance<S: Sink<P>>(&mut self, now: Ns, out: &mut S) {
         while let Some(t) = self.next_event() {
             if t > now {
                 break;
@@ -210,26 +230,17 @@ impl<P> Bottleneck<P> {
 
     /// A packet arrives at the bottleneck at `now` (its `enqueued` is set
     /// here). What was due up to `now` happens first.
-    pub fn arrive(&mut self, now: Ns, mut pkt: Packet<P>, out: &mut Vec<Out<P>>) {
+    pub fn arrive<S: Sink<P>>(&mut self, now: Ns, mut pkt: Packet<P>, out: &mut S) {
         self.advance(now, out);
         pkt.enqueued = now;
         self.counters.arrival_bytes += pkt.len as u64;
         self.counters.arrival_packets += 1;
         if self.loss.lose(now, &mut self.rng_loss) {
             self.counters.drops_random += 1;
-            out.push(Out::Drop {
-                pkt,
-                cause: DropCause::Random,
-            });
+            out.drop(pkt, DropCause::Random);
             return;
         }
-        let mut cx = Cx {
-            now,
-            rng: &mut self.rng_qdisc,
-            counters: &mut self.counters,
-            out,
-        };
-        self.qdisc.enqueue(pkt, &mut cx);
+        self.enqueue(now, pkt, out);
         if self.in_service.is_none() && self.wake.is_none() {
             match self.capacity {
                 Capacity::Rate(_) => self.serve_rate(now, out),
@@ -240,7 +251,52 @@ impl<P> Bottleneck<P> {
         }
     }
 
-    fn fire(&mut self, t: Ns, out: &mut Vec<Out<P>>) {
+    /// The queue discipline's enqueue, with drop-tail (the common case) inline.
+    #[inline(always)]
+    fn enqueue<S: Sink<P>>(&mut self, now: Ns, pkt: Packet<P>, out: &mut S) {
+        if let Qdisc::Droptail(q) = &mut self.qdisc {
+            if let Err(pkt) = q.try_push(pkt) {
+                self.counters.drops_overflow += 1;
+                out.drop(pkt, DropCause::Overflow);
+            }
+            return;
+        }
+        self.enqueue_aqm(now, pkt, out);
+    }
+
+    #[inline(never)]
+    fn enqueue_aqm<S: Sink<P>>(&mut self, now: Ns, pkt: Packet<P>, out: &mut S) {
+        let mut cx = Cx {
+            now,
+            rng: &mut self.rng_qdisc,
+            counters: &mut self.counters,
+            out,
+        };
+        self.qdisc.enqueue(pkt, &mut cx);
+    }
+
+    /// The queue discipline's dequeue, with drop-tail inline.
+    #[inline(always)]
+    fn dequeue<S: Sink<P>>(&mut self, now: Ns, out: &mut S) -> Option<Packet<P>> {
+        if let Qdisc::Droptail(q) = &mut self.qdisc {
+            return q.dequeue();
+        }
+        self.dequeue_aqm(now, out)
+    }
+
+    #[inline(never)]
+    fn dequeue_aqm<S: Sink<P>>(&mut self, now: Ns, out: &mut S) -> Option<Packet<P>> {
+        let mut cx = Cx {
+            now,
+            rng: &mut self.rng_qdisc,
+            counters: &mut self.counters,
+            out,
+        };
+        self.qdisc.dequeue(&mut cx)
+    }
+
+    #[inline]
+    fn fire<S: Sink<P>>(&mut self, t: Ns, out: &mut S) {
         match self.in_service.take() {
             Some(s) => {
                 debug_assert_eq!(s.done, t);
@@ -268,8 +324,8 @@ impl<P> Bottleneck<P> {
         }
     }
 
-    #[inline]
-    fn depart(&mut self, pkt: Packet<P>, start: Ns, at: Ns, out: &mut Vec<Out<P>>) {
+    #[inline(always)]
+    fn depart<S: Sink<P>>(&mut self, pkt: Packet<P>, start: Ns, at: Ns, out: &mut S) {
         self.counters.egress_bytes += pkt.len as u64;
         self.counters.departed_packets += 1;
         self.counters.sojourn_sum_ns += start.saturating_sub(pkt.enqueued);
@@ -280,11 +336,11 @@ impl<P> Bottleneck<P> {
         }
         let exit = (at + s[self.delay_idx].1).max(self.last_exit);
         self.last_exit = exit;
-        out.push(Out::Depart { pkt, at, exit });
+        out.depart(pkt, at, exit);
     }
 
     /// Serialization time of `len` bytes at `rate`, the remainder carried.
-    #[inline]
+    #[inline(always)]
     fn ser_time(&mut self, rate: u64, len: u32) -> Ns {
         if rate != self.ser_rate {
             self.ser_rate = rate;
@@ -308,7 +364,8 @@ impl<P> Bottleneck<P> {
 
     /// Rate link, server free at `t`: start the next packet, or wait for
     /// the rate to come back.
-    fn serve_rate(&mut self, t: Ns, out: &mut Vec<Out<P>>) {
+    #[inline(always)]
+    fn serve_rate<S: Sink<P>>(&mut self, t: Ns, out: &mut S) {
         let Capacity::Rate(steps) = &self.capacity else {
             unreachable!()
         };
@@ -319,13 +376,7 @@ impl<P> Bottleneck<P> {
             }
             return;
         }
-        let mut cx = Cx {
-            now: t,
-            rng: &mut self.rng_qdisc,
-            counters: &mut self.counters,
-            out,
-        };
-        if let Some(pkt) = self.qdisc.dequeue(&mut cx) {
+        if let Some(pkt) = self.dequeue(t, out) {
             let done = t + self.ser_time(rate, pkt.len);
             self.in_service = Some(InService {
                 pkt,
@@ -358,7 +409,7 @@ impl<P> Bottleneck<P> {
     /// Trace link at an opportunity at `t` with `budget` bytes: the
     /// packets waiting leave, as many as fit (Mahimahi: unused bytes are
     /// lost). A packet larger than a whole opportunity uses consecutive ones.
-    fn serve_trace(&mut self, t: Ns, mut budget: u32, out: &mut Vec<Out<P>>) {
+    fn serve_trace<S: Sink<P>>(&mut self, t: Ns, mut budget: u32, out: &mut S) {
         let full = self.trace().bytes_per_opp;
         while budget > 0 {
             let pkt = match self.held.take() {
@@ -371,13 +422,7 @@ impl<P> Bottleneck<P> {
                     {
                         break;
                     }
-                    let mut cx = Cx {
-                        now: t,
-                        rng: &mut self.rng_qdisc,
-                        counters: &mut self.counters,
-                        out,
-                    };
-                    match self.qdisc.dequeue(&mut cx) {
+                    match self.dequeue(t, out) {
                         Some(p) => p,
                         None => break,
                     }

@@ -29,7 +29,7 @@ pub mod rng;
 /// Nanoseconds on the caller's clock.
 pub type Ns = u64;
 
-pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out};
+pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out, Sink};
 pub use capacity::{Capacity, RateSteps, Trace};
 pub use loss::{LossConfig, LossModel, LossSteps};
 pub use packet::{DropCause, Packet, FLOW_NONE};

@@ -15,7 +15,7 @@ use crate::event::{Event, EventQueue};
 use crate::pipe::Pipe;
 use crate::scenario::Link;
 use crate::time::Time;
-use cclab_netmodel::{Bottleneck, DropCause, Out};
+use cclab_netmodel::{Bottleneck, DropCause, Sink};
 
 /// What a data segment carries through the link besides its size.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -35,11 +35,42 @@ pub struct SimLink {
     prop: Pipe<Packet>,
     /// The time of the `Bottleneck` event that is current (older ones are stale).
     event_at: Option<Time>,
-    out: Vec<Out<Seg>>,
     /// Wire bytes of each flow that left the bottleneck.
     pub flow_egress_bytes: Vec<u64>,
     /// Dropped packets with their cause, when recording (tests).
     pub drop_log: Option<Vec<(Packet, DropCause)>>,
+}
+
+/// Routes the model's output: departures onto the propagation line (or
+/// straight to `rx` with zero delay), drops to the log if recording.
+struct Route<'a> {
+    now: Time,
+    prop: &'a mut Pipe<Packet>,
+    q: &'a mut EventQueue,
+    rx: &'a mut Vec<Packet>,
+    egress: &'a mut [u64],
+    drop_log: &'a mut Option<Vec<(Packet, DropCause)>>,
+}
+
+impl Sink<Seg> for Route<'_> {
+    #[inline(always)]
+    fn depart(&mut self, pkt: Packet, _at: u64, exit: u64) {
+        if let Some(b) = self.egress.get_mut(pkt.flow as usize) {
+            *b += pkt.len as u64;
+        }
+        if exit == self.now.0 && self.prop.is_empty() {
+            // zero propagation delay: at its receiver now
+            self.rx.push(pkt);
+        } else if self.prop.push(Time(exit), pkt) {
+            self.q.push(self.prop.head_time().unwrap(), Event::Propagation);
+        }
+    }
+    #[inline]
+    fn drop(&mut self, pkt: Packet, cause: DropCause) {
+        if let Some(log) = self.drop_log.as_mut() {
+            log.push((pkt, cause));
+        }
+    }
 }
 
 impl SimLink {
@@ -48,7 +79,6 @@ impl SimLink {
             model: Bottleneck::new(link.params(seed, 0, 0)?),
             prop: Pipe::default(),
             event_at: None,
-            out: Vec::with_capacity(8),
             flow_egress_bytes: vec![0; n_flows],
             drop_log: None,
         })
@@ -58,10 +88,9 @@ impl SimLink {
     /// at once (zero propagation delay) are appended to `rx`.
     #[inline]
     pub fn arrive(&mut self, now: Time, pkt: Packet, q: &mut EventQueue, rx: &mut Vec<Packet>) {
-        let mut out = std::mem::take(&mut self.out);
-        self.model.arrive(now.0, pkt, &mut out);
-        self.settle(now, &mut out, q, rx);
-        self.out = out;
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        self.model.arrive(now.0, pkt, &mut r);
+        self.resched(q);
     }
 
     /// The `Bottleneck` event fired.
@@ -70,10 +99,9 @@ impl SimLink {
             return; // superseded: the link already did what was due
         }
         self.event_at = None;
-        let mut out = std::mem::take(&mut self.out);
-        self.model.advance(now.0, &mut out);
-        self.settle(now, &mut out, q, rx);
-        self.out = out;
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        self.model.advance(now.0, &mut r);
+        self.resched(q);
     }
 
     /// The `Propagation` event fired: packets due at their receivers.
@@ -86,29 +114,9 @@ impl SimLink {
         }
     }
 
-    /// Route the model's output and keep one current `Bottleneck` event.
+    /// Keep one current `Bottleneck` event, at the link's next action.
     #[inline]
-    fn settle(&mut self, now: Time, out: &mut Vec<Out<Seg>>, q: &mut EventQueue, rx: &mut Vec<Packet>) {
-        for o in out.drain(..) {
-            match o {
-                Out::Depart { pkt, exit, .. } => {
-                    if let Some(b) = self.flow_egress_bytes.get_mut(pkt.flow as usize) {
-                        *b += pkt.len as u64;
-                    }
-                    if exit == now.0 && self.prop.is_empty() {
-                        // zero propagation delay: at its receiver now
-                        rx.push(pkt);
-                    } else if self.prop.push(Time(exit), pkt) {
-                        q.push(self.prop.head_time().unwrap(), Event::Propagation);
-                    }
-                }
-                Out::Drop { pkt, cause } => {
-                    if let Some(log) = self.drop_log.as_mut() {
-                        log.push((pkt, cause));
-                    }
-                }
-            }
-        }
+    fn resched(&mut self, q: &mut EventQueue) {
         let next = self.model.next_event().map(Time);
         if next != self.event_at {
             if let Some(t) = next {

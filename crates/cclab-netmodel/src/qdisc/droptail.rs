@@ -17,14 +17,23 @@ impl<P> DropTail<P> {
         }
     }
 
+    /// Queue `pkt`, or hand it back if the buffer is full.
     #[inline]
-    pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
+    pub fn try_push(&mut self, pkt: Packet<P>) -> Result<(), Packet<P>> {
         if self
             .limits
             .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
         {
             self.fifo.push(pkt);
+            Ok(())
         } else {
+            Err(pkt)
+        }
+    }
+
+    #[inline]
+    pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
+        if let Err(pkt) = self.try_push(pkt) {
             cx.drop(pkt, DropCause::Overflow);
         }
     }

@@ -31,9 +31,12 @@ pub mod random_drop;
 pub mod red;
 
 use crate::bottleneck::Counters;
+use crate::bottleneck::Sink;
 use crate::packet::{DropCause, Packet};
 use crate::rng::Rng;
-use crate::{Ns, Out};
+use crate::Ns;
+#[cfg(test)]
+use crate::Out;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -115,7 +118,7 @@ pub struct Cx<'a, P> {
     pub now: Ns,
     pub rng: &'a mut Rng,
     pub counters: &'a mut Counters,
-    pub out: &'a mut Vec<Out<P>>,
+    pub out: &'a mut dyn Sink<P>,
 }
 
 impl<P> Cx<'_, P> {
@@ -126,7 +129,7 @@ impl<P> Cx<'_, P> {
             DropCause::Aqm => self.counters.drops_aqm += 1,
             DropCause::Random => self.counters.drops_random += 1,
         }
-        self.out.push(Out::Drop { pkt, cause });
+        self.out.drop(pkt, cause);
     }
 
     /// Mark CE instead of dropping if `ecn` and the packet is ECN-capable;
