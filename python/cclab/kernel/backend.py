@@ -550,7 +550,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
 
     link_raw = _link_raw(link_csv, times)
     counters = emu["counters"]
-    dropped = int(counters["drops_overflow"]) + int(counters["drops_random"])
+    dropped = int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
     raw_counters = {
         "sent_packets": int(counters["data_in"]),
         "delivered_packets": int(counters["data_out"]),
