@@ -269,7 +269,7 @@ fn direction_loop(
                     c.drops_random,
                     c.drops_aqm,
                     c.marks_ce,
-                    model.capacity().sample_bps(t - s.interval, t),
+                    model.capacity().sample_bps(t - s.interval, t) as u64,
                     model.delay_at(t),
                     out.interval_late_max,
                     out.written_bytes,
