@@ -377,7 +377,7 @@ impl<P> Bottleneck<P> {
             return;
         }
         if let Some(pkt) = self.dequeue(t, out) {
-            let done = t + self.ser_time(rate, pkt.len);
+            let done = t + self.ser_time(rate, pkt.wire_len());
             self.in_service = Some(InService {
                 pkt,
                 start: t,
@@ -428,14 +428,14 @@ impl<P> Bottleneck<P> {
                     }
                 }
             };
-            if pkt.len <= budget {
-                budget -= pkt.len;
+            if pkt.wire_len() <= budget {
+                budget -= pkt.wire_len();
                 self.depart(pkt, t, t, out);
                 continue;
             }
             if budget == full {
                 // needs ⌈(len − full)/full⌉ more opportunities
-                let rest = (pkt.len - full) as u64;
+                let rest = (pkt.wire_len() - full) as u64;
                 let k = rest.div_ceil(full as u64);
                 let last = self.trace_next + k - 1;
                 let done = self.trace().time(last);

@@ -13,8 +13,10 @@ pub const FLOW_NONE: u32 = u32::MAX;
 pub struct Packet<P> {
     /// The flow it belongs to ([`FLOW_NONE`] if none): FQ-CoDel's flow key.
     pub flow: u32,
-    /// Bytes on the wire (IP datagram: headers + payload).
-    pub len: u32,
+    /// Bytes on the wire (IP datagram: headers + payload; an IPv4 datagram
+    /// is at most 65 535 bytes). 16 bits keep the packet, with the
+    /// simulator's 8-byte payload, at 24 bytes.
+    pub len: u16,
     /// ECN-capable transport (ECT(0), ECT(1), or already CE; RFC 3168 §5):
     /// an AQM with ECN enabled may mark it instead of dropping it.
     pub ect: bool,
@@ -26,15 +28,23 @@ pub struct Packet<P> {
 }
 
 impl<P> Packet<P> {
+    /// `len` above 65 535 is clamped (no IPv4 datagram is longer).
     pub fn new(flow: u32, len: u32, ect: bool, data: P) -> Packet<P> {
+        debug_assert!(len <= u16::MAX as u32, "{len}-byte packet");
         Packet {
             flow,
-            len,
+            len: len.min(u16::MAX as u32) as u16,
             ect,
             ce: false,
             enqueued: 0,
             data,
         }
+    }
+
+    /// Bytes on the wire.
+    #[inline]
+    pub fn wire_len(&self) -> u32 {
+        self.len as u32
     }
 
     /// Set CE if the packet is ECN-capable (Linux `INET_ECN_set_ce`): true

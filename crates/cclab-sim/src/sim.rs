@@ -230,7 +230,7 @@ impl Sim {
         let had_timer = fl.receiver.next_deadline();
         let mut acks = std::mem::take(&mut self.ack_buf);
         acks.clear();
-        let payload = pkt.len - self.scenario.header_bytes;
+        let payload = pkt.wire_len() - self.scenario.header_bytes;
         fl.receiver.on_segment_all(now, pkt.data.seq, payload, pkt.data.tsecr_ms, &mut acks);
         for ack in acks.drain(..) {
             if fl.acks.push(now + fl.ack_delay, ack) {

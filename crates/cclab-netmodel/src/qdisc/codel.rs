@@ -190,7 +190,7 @@ impl<P> Codel<P> {
     pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
         if self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             self.fifo.push(pkt);
         } else {

@@ -24,7 +24,7 @@ impl<P> DropFront<P> {
     pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
         while !self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             match self.fifo.pop() {
                 Some(head) => cx.drop(head, DropCause::Overflow),

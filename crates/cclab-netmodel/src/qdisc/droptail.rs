@@ -22,7 +22,7 @@ impl<P> DropTail<P> {
     pub fn try_push(&mut self, pkt: Packet<P>) -> Result<(), Packet<P>> {
         if self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             self.fifo.push(pkt);
             Ok(())

@@ -180,7 +180,7 @@ impl<P> Fifo<P> {
     }
     #[inline]
     pub fn front_len(&self) -> Option<u32> {
-        self.q.front().map(|p| p.len)
+        self.q.front().map(|p| p.len as u32)
     }
     #[inline]
     pub fn bytes(&self) -> u64 {

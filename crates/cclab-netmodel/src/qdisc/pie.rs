@@ -216,13 +216,13 @@ impl<P> Pie<P> {
         self.catch_up(cx.now);
         if !self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             self.accu_prob = 0.0;
             cx.drop(pkt, DropCause::Overflow);
             return;
         }
-        if !self.drop_early(pkt.len, cx) {
+        if !self.drop_early(pkt.wire_len(), cx) {
             self.fifo.push(pkt);
             return;
         }

@@ -24,7 +24,7 @@ impl<P> RandomDrop<P> {
     pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
         while !self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             if self.fifo.is_empty() {
                 cx.drop(pkt, DropCause::Overflow);

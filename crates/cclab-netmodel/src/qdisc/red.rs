@@ -185,7 +185,7 @@ impl<P> Red<P> {
         }
         if self
             .limits
-            .admits(self.fifo.bytes(), self.fifo.len(), pkt.len)
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
         {
             self.fifo.push(pkt);
         } else {
