@@ -122,6 +122,9 @@ pub struct Bottleneck<P> {
     held: Option<Packet<P>>,
     /// When the idle server acts next (an outage's end, a trace opportunity).
     wake: Option<Ns>,
+    /// `next_event()` as a number (`Ns::MAX`: nothing), kept with `in_service`
+    /// and `wake`: one load on the per-packet path.
+    next_at: Ns,
     /// Serialization cache: (rate, len) → quotient and remainder of len·8e9/rate.
     ser_rate: u64,
     ser_len: u32,
@@ -158,6 +161,7 @@ impl<P> Bottleneck<P> {
             in_service: None,
             held: None,
             wake: None,
+            next_at: Ns::MAX,
             ser_rate: 0,
             ser_len: u32::MAX,
             ser_q: 0,
@@ -211,20 +215,20 @@ impl<P> Bottleneck<P> {
     /// When the link next has something to do (None: idle).
     #[inline]
     pub fn next_event(&self) -> Option<Ns> {
-        match &self.in_service {
-            Some(s) => Some(s.done),
-            None => self.wake,
-        }
+        (self.next_at != Ns::MAX).then_some(self.next_at)
+    }
+
+    /// [`Self::next_event`] as a number, `Ns::MAX` for none.
+    #[inline]
+    pub fn next_event_ns(&self) -> Ns {
+        self.next_at
     }
 
     /// Do everything due at or before `now`.
     #[inline]
     pub fn advance<S: Sink<P>>(&mut self, now: Ns, out: &mut S) {
-        while let Some(t) = self.next_event() {
-            if t > now {
-                break;
-            }
-            self.fire(t, out);
+        while self.next_at <= now {
+            self.fire(self.next_at, out);
         }
     }
 
@@ -241,7 +245,7 @@ impl<P> Bottleneck<P> {
             return;
         }
         self.enqueue(now, pkt, out);
-        if self.in_service.is_none() && self.wake.is_none() {
+        if self.next_at == Ns::MAX {
             match self.capacity {
                 Capacity::Rate(_) => self.serve_rate(now, out),
                 Capacity::Trace(_) => self.wait_for_opportunity(now),
@@ -297,6 +301,7 @@ impl<P> Bottleneck<P> {
 
     #[inline]
     fn fire<S: Sink<P>>(&mut self, t: Ns, out: &mut S) {
+        self.next_at = Ns::MAX;
         match self.in_service.take() {
             Some(s) => {
                 debug_assert_eq!(s.done, t);
@@ -373,11 +378,13 @@ impl<P> Bottleneck<P> {
         if rate == 0 {
             if self.qdisc.backlog_packets() > 0 {
                 self.wake = steps.next_positive(t);
+                self.next_at = self.wake.unwrap_or(Ns::MAX);
             }
             return;
         }
         if let Some(pkt) = self.dequeue(t, out) {
             let done = t + self.ser_time(rate, pkt.wire_len());
+            self.next_at = done;
             self.in_service = Some(InService {
                 pkt,
                 start: t,
@@ -403,7 +410,9 @@ impl<P> Bottleneck<P> {
         };
         let g = self.trace_next.max(tr.first_at_or_after(t));
         self.trace_wake = g;
-        self.wake = Some(tr.time(g));
+        let at = tr.time(g);
+        self.wake = Some(at);
+        self.next_at = at;
     }
 
     /// Trace link at an opportunity at `t` with `budget` bytes: the
@@ -441,6 +450,7 @@ impl<P> Bottleneck<P> {
                 let done = self.trace().time(last);
                 self.trace_next = last + 1;
                 self.trace_left = (k * full as u64 - rest) as u32;
+                self.next_at = done;
                 self.in_service = Some(InService {
                     pkt,
                     start: t,

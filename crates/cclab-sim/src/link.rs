@@ -33,8 +33,9 @@ pub type Packet = cclab_netmodel::Packet<Seg>;
 pub struct SimLink {
     pub model: Bottleneck<Seg>,
     prop: Pipe<Packet>,
-    /// The time of the `Bottleneck` event that is current (older ones are stale).
-    event_at: Option<Time>,
+    /// The time of the `Bottleneck` event that is current (older ones are
+    /// stale); `u64::MAX`: none.
+    event_at: u64,
     /// Wire bytes of each flow that left the bottleneck.
     pub flow_egress_bytes: Vec<u64>,
     /// Dropped packets with their cause, when recording (tests).
@@ -78,7 +79,7 @@ impl SimLink {
         Ok(SimLink {
             model: Bottleneck::new(link.params(seed, 0, 0)?),
             prop: Pipe::default(),
-            event_at: None,
+            event_at: u64::MAX,
             flow_egress_bytes: vec![0; n_flows],
             drop_log: None,
         })
@@ -95,10 +96,10 @@ impl SimLink {
 
     /// The `Bottleneck` event fired.
     pub fn on_bottleneck(&mut self, now: Time, q: &mut EventQueue, rx: &mut Vec<Packet>) {
-        if self.event_at != Some(now) {
+        if self.event_at != now.0 {
             return; // superseded: the link already did what was due
         }
-        self.event_at = None;
+        self.event_at = u64::MAX;
         let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
         self.model.advance(now.0, &mut r);
         self.resched(q);
@@ -117,10 +118,10 @@ impl SimLink {
     /// Keep one current `Bottleneck` event, at the link's next action.
     #[inline]
     fn resched(&mut self, q: &mut EventQueue) {
-        let next = self.model.next_event().map(Time);
+        let next = self.model.next_event_ns();
         if next != self.event_at {
-            if let Some(t) = next {
-                q.push(t, Event::Bottleneck);
+            if next != u64::MAX {
+                q.push(Time(next), Event::Bottleneck);
             }
             self.event_at = next;
         }
