@@ -44,11 +44,11 @@ def synthetic_ir(n_samples: int = 6, ccas: tuple[str, ...] = ("cubic", "reno")) 
             "buffer": {"bytes": 15000, "packets": None},
             "loss": {"kind": "bernoulli", "p": 0.0},
             "schedule": [],
-            "aqm": "droptail",
+            "qdisc": {"kind": "droptail"},
         },
         "flows": [
             {"id": i, "group": i, "cca": c, "cca_params": {}, "rtt_ns": 20_000_000 * (i + 1),
-             "start_ns": 0, "stop_ns": None, "bytes": None, "rwnd_bytes": None}
+             "start_ns": 0, "stop_ns": None, "bytes": None, "rwnd_bytes": None, "ecn": False}
             for i, c in enumerate(ccas)
         ],
         "host": host_ir(4_000_000, 20_000_000 * len(ccas), 15000),

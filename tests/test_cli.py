@@ -105,7 +105,10 @@ def test_bench_cases_resolve():
     from cclab import _native, bench
 
     have = set(_native.algorithms())
-    assert {"cubic-100M-25ms", "reno2-cubic2-100M", "cubic-1G-100ms", "cubic100-1G"} <= set(bench.CASES)
+    assert {"cubic-100M-25ms", "reno2-cubic2-100M", "cubic-1G-100ms", "cubic100-1G", "cubic100-1G-fq_codel"} <= set(bench.CASES)
+    fq = bench.build_ir(bench.CASES["cubic100-1G-fq_codel"], quick=True)
+    assert fq["link"]["qdisc"]["kind"] == "fq_codel" and len(fq["flows"]) == 100
+    assert bench.build_ir(bench.CASES["cubic100-1G"], quick=True)["link"]["qdisc"] == {"kind": "droptail"}
     for case in bench.CASES.values():
         if case.algorithms <= have:
             ir = bench.build_ir(case, quick=True)

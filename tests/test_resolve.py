@@ -58,8 +58,12 @@ def documented_ir() -> dict[str, Any]:
 
 
 def rust_fields(struct_or_variant: str) -> set[str]:
-    """Field names of a struct or struct-like enum variant in crates/cclab-sim/src/scenario.rs."""
-    source = (REPO / "crates" / "cclab-sim" / "src" / "scenario.rs").read_text()
+    """Field names of a struct or struct-like enum variant of the IR's Rust definition
+    (crates/cclab-sim/src/scenario.rs; the link's in crates/cclab-netmodel)."""
+    files = [REPO / "crates" / "cclab-sim" / "src" / "scenario.rs"]
+    netmodel = REPO / "crates" / "cclab-netmodel" / "src"
+    files += [netmodel / "ir.rs", netmodel / "loss.rs", *sorted((netmodel / "qdisc").glob("*.rs"))]
+    source = "\n".join(f.read_text() for f in files)
     match = re.search(rf"(?:struct\s+|\n\s+){struct_or_variant}\s*\{{(.*?)\}}", source, re.S)
     assert match, struct_or_variant
     return set(re.findall(r"(?:pub\s+)?(\w+)\s*:", re.sub(r"//[^\n]*", "", match.group(1))))
@@ -118,7 +122,7 @@ def test_integers_are_integers() -> None:
 def test_constant_link_values() -> None:
     ir = resolve(scenario_from_dict(small(seed=7, sample_interval="100ms", measure={"from": "10s"},
                                           link={"delay": "5ms", "loss": "0.5%"})))
-    assert ir["ir_version"] == 2
+    assert ir["ir_version"] == 3
     assert ir["duration_ns"] == 30 * S
     assert ir["seed"] == 7
     assert ir["sample_interval_ns"] == 100 * MS
@@ -127,7 +131,8 @@ def test_constant_link_values() -> None:
     assert ir["link"]["capacity"] == {"kind": "constant", "rate_bps": 50_000_000}
     assert ir["link"]["delay_ns"] == 5 * MS
     assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
-    assert ir["link"]["schedule"] == [] and ir["link"]["aqm"] == "droptail"
+    assert ir["link"]["schedule"] == [] and ir["link"]["qdisc"] == {"kind": "droptail"}
+    assert ir["flows"][0]["ecn"] is False
     # host: Linux's initial buffers; max(64 MiB, 4 × 50 Mbit/s × RTT + buffer) is the floor here
     assert ir["host"] == {"tcp_rmem": [4096, 131072, 64 << 20], "tcp_wmem": [4096, 16384, 64 << 20],
                           "rcv_truesize": 2304}
@@ -138,7 +143,7 @@ def test_defaults() -> None:
     assert (scenario.seed, scenario.sample_interval, scenario.mss) == (1, "10ms", 1448)
     assert (scenario.measure.from_, scenario.measure.to) == ("0s", None)
     link = scenario.link
-    assert (link.delay, link.buffer, link.loss, link.aqm, link.schedule) == ("0ms", "1bdp", 0.0, "droptail", [])
+    assert (link.delay, link.buffer, link.loss, link.qdisc, link.schedule) == ("0ms", "1bdp", 0.0, "droptail", [])
     group = scenario.flows[0]
     assert (group.count, group.start, group.stagger, group.stop, group.bytes, group.rwnd) == (1, "0s", "0s", None,
                                                                                                None, None)
@@ -388,3 +393,70 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     assert ir["host"]["tcp_rmem"] == [4096, 131072, expected_max]
     assert ir["host"]["tcp_wmem"] == [4096, 16384, expected_max]
     assert set(ir["host"]) == rust_fields("Host")
+
+
+# --- queue disciplines (docs/queues.md) ----------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "struct"), [("red", "RedConfig"), ("codel", "CodelConfig"),
+                                              ("fq_codel", "FqCodelConfig"), ("pie", "PieConfig")])
+def test_qdisc_keys_match_the_rust_definition(name: str, struct: str) -> None:
+    ir = resolve(scenario_from_dict(small(link={"qdisc": name})))
+    assert ir["link"]["qdisc"]["kind"] == name
+    assert set(ir["link"]["qdisc"]) - {"kind"} == rust_fields(struct)
+
+
+def test_qdisc_defaults_are_linux_and_rfc_values() -> None:
+    def q(spec: Any) -> dict[str, Any]:
+        return resolve(scenario_from_dict(small(link={"qdisc": spec})))["link"]["qdisc"]
+
+    for plain in ("droptail", "drop_front", "random_drop"):
+        assert q(plain) == {"kind": plain}
+    # sch_fq_codel.c fq_codel_init / RFC 8290 §5.2; MAXPACKET = the link's packet (1448 + 52)
+    assert q("fq_codel") == {"kind": "fq_codel", "target_ns": 5 * MS, "interval_ns": 100 * MS, "mtu_bytes": 1500,
+                             "ecn": True, "quantum_bytes": 1514, "flows": 1024, "memory_limit_bytes": 32 << 20,
+                             "drop_batch": 64}
+    assert q({"name": "codel", "target": "2ms", "ecn": True}) == {
+        "kind": "codel", "target_ns": 2 * MS, "interval_ns": 100 * MS, "mtu_bytes": 1500, "ecn": True}
+    # include/net/pie.h pie_params_init, RFC 8033 §4.2/§4.4
+    assert q("pie") == {"kind": "pie", "target_ns": 15 * MS, "tupdate_ns": 15 * MS, "alpha": 0.125, "beta": 1.25,
+                        "max_burst_ns": 150 * MS, "mtu_bytes": 1500, "ecn": False, "bytemode": False}
+    # tc q_red.c on a 1-BDP buffer of 50 Mbit/s × 40 ms = 250 000 B: max = limit/4 = 62 500, min = max/3 = 20 833,
+    # burst = (2·min + max)/(3·1000) = 34 → tc_red_eval_ewma: Wlog 4 (w = 1/16); bandwidth = the link's rate
+    assert q("red") == {"kind": "red", "min_th_bytes": 20_833, "max_th_bytes": 62_500, "max_p": 0.02,
+                        "weight": 0.0625, "avpkt_bytes": 1000, "bandwidth_bps": 50_000_000, "gentle": False,
+                        "ecn": False, "harddrop": False}
+    red = q({"name": "red", "min_th": "30KB", "max_p": 0.1, "gentle": True, "ecn": True})
+    assert (red["min_th_bytes"], red["max_th_bytes"], red["max_p"], red["gentle"]) == (30_000, 90_000, 0.1, True)
+
+
+def test_qdisc_spellings_and_the_old_aqm_field() -> None:
+    table = scenario_from_dict(small(link={"qdisc": {"name": "codel", "target": "3ms"}}))
+    assert table.link.qdisc_name == "codel" and table.link.qdisc_params == {"target": "3ms"}
+    # the TOML form round-trips (a bare name when there are no parameters)
+    assert table.to_dict()["link"]["qdisc"] == {"name": "codel", "target": "3ms"}
+    assert scenario_from_dict(small(link={"qdisc": {"name": "pie"}})).to_dict()["link"]["qdisc"] == "pie"
+    # link.aqm, the old free string, is read as qdisc — never ignored
+    old = scenario_from_dict(small(link={"aqm": "droptail"}))
+    assert old.link.qdisc == "droptail" and "aqm" not in old.to_dict()["link"]
+    assert resolve(old)["link"]["qdisc"] == {"kind": "droptail"}
+    assert resolve(scenario_from_dict(small(link={"aqm": "fq_codel"})))["link"]["qdisc"]["kind"] == "fq_codel"
+    # ecn per flow group
+    ir = resolve(scenario_from_dict(small(flows=[{"cca": "cubic", "rtt": "40ms", "ecn": True, "count": 2},
+                                                 {"cca": "reno", "rtt": "40ms"}])))
+    assert [f["ecn"] for f in ir["flows"]] == [True, True, False]
+
+
+def test_migrate_ir_turns_a_v2_ir_into_v3() -> None:
+    from cclab.resolve import migrate_ir
+
+    v3 = resolve(scenario_from_dict(small()))
+    v2 = json.loads(json.dumps(v3))
+    v2["ir_version"] = 2
+    v2["link"]["aqm"] = v2["link"].pop("qdisc")["kind"]
+    for f in v2["flows"]:
+        del f["ecn"]
+    assert migrate_ir(v2) == v3
+    assert v2["ir_version"] == 2 and "aqm" in v2["link"], "the input is not modified"
+    assert migrate_ir(v3) is v3
+    with pytest.raises(ValueError, match="no qdisc equivalent"):
+        migrate_ir({**v2, "link": {**v2["link"], "aqm": "codel"}})

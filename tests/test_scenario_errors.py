@@ -63,7 +63,7 @@ def check(error: ScenarioError, field: str, value: str, allowed: str) -> str:
 
 def test_unknown_field_in_link_lists_the_allowed_fields() -> None:
     error = fails(variant({"link.rat": "50Mbps"}, remove=("link.rate",)))
-    assert str(error) == "link.rat: unknown field; allowed: rate, trace, schedule, delay, buffer, loss, aqm"
+    assert str(error) == "link.rat: unknown field; allowed: rate, trace, schedule, delay, buffer, loss, qdisc"
     assert error.value == "rat"
 
 
@@ -213,9 +213,53 @@ def test_bad_loss(loss: Any, field: str, shown: str, allowed: str) -> None:
     check(fails(variant({"link.loss": loss})), field, shown, allowed)
 
 
-def test_aqm_not_supported_yet() -> None:
-    check(fails(variant({"link.aqm": "codel"})), "link.aqm", "'codel' is not supported yet", "allowed: droptail")
-    check(fails(variant({"link.aqm": "tail"})), "link.aqm", "'tail' is not a known AQM", "allowed: droptail")
+QDISCS = "allowed: droptail, drop_front, random_drop, red, codel, fq_codel, pie"
+
+
+def test_old_aqm_field_is_migrated_or_refused_never_ignored() -> None:
+    check(fails(variant({"link.aqm": "tail"})), "link.aqm", "'tail' is not a queue discipline", QDISCS)
+    message = check(fails(variant({"link.aqm": "droptail", "link.qdisc": "codel"})), "link.aqm",
+                    "old name of link.qdisc and both are given", "give only qdisc")
+    assert "'droptail'" not in message or "link.aqm" in message
+
+
+@pytest.mark.parametrize(
+    ("qdisc", "field", "shown", "allowed"),
+    [
+        ("fq-codel", "link.qdisc", "'fq-codel' is not a queue discipline", QDISCS),
+        (3, "link.qdisc", "3 is not a queue discipline", QDISCS),
+        ({"name": "sfq"}, "link.qdisc.name", "'sfq' is not a queue discipline", QDISCS),
+        ({"target": "5ms"}, "link.qdisc.name", "required field missing", QDISCS),
+        ({"name": "codel", "target": "-5ms"}, "link.qdisc.target", "'-5ms'", "ms"),
+        ({"name": "codel", "target": "0ms"}, "link.qdisc.target", "'0ms'", "ms"),
+        ({"name": "codel", "quantum": "1514B"}, "link.qdisc.quantum", "unknown parameter of 'codel'",
+         "allowed: target, interval, ecn"),
+        ({"name": "droptail", "limit": 10}, "link.qdisc.limit", "unknown parameter of 'droptail'",
+         "droptail takes no parameters"),
+        ({"name": "codel", "ecn": "yes"}, "link.qdisc.ecn", "'yes' is not true or false", "expected true or false"),
+        ({"name": "fq_codel", "flows": 0}, "link.qdisc.flows", "0 is out of range", "from 1 to 65536"),
+        ({"name": "fq_codel", "flows": 2.5}, "link.qdisc.flows", "2.5 is not an integer", "from 1 to 65536"),
+        ({"name": "fq_codel", "quantum": "100B"}, "link.qdisc.quantum", "'100B' is out of range", "at least 256 bytes"),
+        ({"name": "red", "max_p": 1.5}, "link.qdisc.max_p", "1.5 is out of range", "(0, 1]"),
+        ({"name": "red", "max_p": 0}, "link.qdisc.max_p", "0 is out of range", "(0, 1]"),
+        ({"name": "pie", "alpha": 3}, "link.qdisc.alpha", "3 is out of range", "from 0 to 2"),
+        ({"name": "pie", "beta": "1.25"}, "link.qdisc.beta", "'1.25' is not a number", "from 0 to 2"),
+        ({"name": "pie", "tupdate": "15"}, "link.qdisc.tupdate", "'15'", "ms"),
+    ],
+)
+def test_bad_qdisc(qdisc: Any, field: str, shown: str, allowed: str) -> None:
+    check(fails(variant({"link.qdisc": qdisc})), field, shown, allowed)
+
+
+def test_red_thresholds_are_checked_against_each_other_and_the_burst() -> None:
+    check(fails(variant({"link.qdisc": {"name": "red", "min_th": "90KB", "max_th": "30KB"}})), "link.qdisc.min_th",
+          "min_th (90000 bytes) is not below max_th (30000 bytes)", "expected min_th < max_th")
+    check(fails(variant({"link.qdisc": {"name": "red", "min_th": "100KB", "max_th": "300KB", "burst": 10}})),
+          "link.qdisc.burst", "a burst of 10 packets is too small", "expected burst ≥ 100")
+
+
+def test_ecn_must_be_a_boolean() -> None:
+    check(fails(variant({"flows[0].ecn": "on"})), "flows[0].ecn", "'on' is not true or false", "ecn = true")
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ class FlowInfo(TypedDict):
     id: int
     cca: str
     completion_ns: int | None
+    ce_segments: int  # data segments that reached the receiver marked CE
 
 class RawOutput(TypedDict):
     flows: dict[str, npt.NDArray[Any]]

@@ -55,6 +55,7 @@ class BenchCase:
     flows: tuple[dict[str, Any], ...]
     duration: str = "60s"
     buffer: str = "1bdp"
+    qdisc: str | dict[str, Any] = "droptail"
     extra: dict[str, Any] = field(default_factory=dict)
 
     def scenario(self, quick: bool = False) -> dict[str, Any]:
@@ -64,7 +65,7 @@ class BenchCase:
             "duration": duration,
             "seed": 1,
             "measure": {"from": "0s"},
-            "link": {"rate": self.rate, "buffer": self.buffer},
+            "link": {"rate": self.rate, "buffer": self.buffer, "qdisc": self.qdisc},
             "flows": [dict(f) for f in self.flows],
             **self.extra,
         }
@@ -83,7 +84,8 @@ def register(case: BenchCase) -> BenchCase:
 
 
 # The reference scenarios (docs/performance.md). All 25 ms unless
-# named, 1 BDP drop-tail buffer, 10 ms samples, 60 s (5 s with --quick).
+# named, 1 BDP drop-tail buffer (unless a qdisc is named), 10 ms samples,
+# 60 s (5 s with --quick).
 register(BenchCase("cubic-100M-25ms", "1 CUBIC, 100 Mbps, 25 ms", "100Mbps", ({"cca": "cubic", "rtt": "25ms"},)))
 register(BenchCase("reno2-cubic2-100M", "2 Reno + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
                    ({"cca": "reno", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
@@ -95,6 +97,10 @@ register(BenchCase("cubic100-1G", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger", "1G
 register(BenchCase("bbr-1G-100ms", "1 BBR, 1 Gbps, 100 ms (paced)", "1Gbps", ({"cca": "bbr", "rtt": "100ms"},)))
 register(BenchCase("bbr2-cubic2-100M", "2 BBR + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
                    ({"cca": "bbr", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
+# The cubic100-1G flows through FQ-CoDel (1024 queues, CoDel per queue;
+# docs/queues.md) instead of drop-tail: the cost of a flow-queueing AQM.
+register(BenchCase("cubic100-1G-fq_codel", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger, FQ-CoDel", "1Gbps",
+                   ({"cca": "cubic", "rtt": "25ms", "count": 100, "stagger": "10ms"},), qdisc="fq_codel"))  # fmt: skip
 
 
 def build_ir(case: BenchCase, quick: bool = False) -> dict[str, Any]:

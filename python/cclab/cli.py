@@ -152,6 +152,8 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_row("utilization (goodput / capacity)", f"{_pct(agg.get('utilization'))} %")
     t.add_row("bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
     t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
+    if agg.get("marks_ce"):
+        t.add_row("CE marks", _num(agg.get("marks_ce"), 0))
     t.add_row("Jain's index", _num(agg.get("jain"), 3))
     t.add_row("queueing delay p50 / p95", f"{_num(agg.get('queue_delay_ms_p50'))} / {_num(agg.get('queue_delay_ms_p95'))} ms")
     for alg, a in summary.get("per_algorithm", {}).items():
@@ -204,6 +206,28 @@ def _fmt_ns(ns: Any, unit: str = "ms") -> str:
     return f"{ns / 1e6:g} ms" if unit == "ms" else f"{ns / 1e9:g} s"
 
 
+def _qdisc_text(link: dict[str, Any]) -> str:
+    """``fq_codel (target 5 ms, interval 100 ms, ecn)`` from the IR's ``link.qdisc``."""
+    q = link.get("qdisc") or {"kind": link.get("aqm", "droptail")}
+    parts = []
+    for key, value in q.items():
+        if key in ("kind", "mtu_bytes"):
+            continue
+        name = key.removesuffix("_ns").removesuffix("_bytes").removesuffix("_bps")
+        if isinstance(value, bool):
+            if value:
+                parts.append(name)
+        elif key.endswith("_ns"):
+            parts.append(f"{name} {_fmt_ns(value)}")
+        elif key.endswith("_bps"):
+            parts.append(f"{name} {_fmt_rate(value)}")
+        elif key.endswith("_bytes"):
+            parts.append(f"{name} {value} B")
+        else:
+            parts.append(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}")
+    return q["kind"] + (f" ({', '.join(parts)})" if parts else "")
+
+
 def _fmt_rate(bps: Any) -> str:
     if bps is None:
         return "–"
@@ -242,7 +266,7 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
     console.print(
         f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
-        f"aqm {link['aqm']}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
+        f"qdisc {_qdisc_text(link)}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
     )
     t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
     for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes"):

@@ -66,7 +66,7 @@ FLOW_COLUMNS = (
 #: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
 LINK_COLUMNS = (
     "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
-    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "capacity_bps",
+    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps",
     "delay_ms", "utilization", "departed_packets", "arrival_packets",
 )  # fmt: skip
 
@@ -271,8 +271,11 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
       none left).
     * ``throughput_bps`` = Δegress_bytes·8 / Δt (wire bytes leaving the
       bottleneck); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
-    * ``drops_*``: packets dropped in the interval, by cause (overflow = queue
-      full, random = configured loss, aqm).
+    * ``drops_*``: packets dropped in the interval, by cause (overflow = the
+      buffer was full, random = configured loss, aqm = the queue discipline's
+      decision: RED, CoDel, FQ-CoDel, PIE); ``marks_ce``: packets the queue
+      discipline marked Congestion Experienced instead (0 in records made
+      before marks existed).
     * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
     * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
       packets in the interval, for the bottleneck loss rate.
@@ -290,6 +293,7 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
         capacity = _col(rl, "capacity_bps", n)
         utilization = np.where(capacity > 0, throughput / capacity, np.nan)
     drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), None) for c in DROP_CAUSES}
+    marks = _diff_from_zero(_col(rl, "marks_ce", n), None) if "marks_ce" in rl else np.zeros(n)
     queue_packets = _col(rl, "queue_packets", n)
     arrivals = departed + sum(drops.values()) + np.diff(queue_packets, prepend=0.0)
     return pd.DataFrame(
@@ -303,6 +307,7 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
             "drops_overflow": drops["overflow"],
             "drops_random": drops["random"],
             "drops_aqm": drops["aqm"],
+            "marks_ce": marks,
             "capacity_bps": capacity,
             "delay_ms": _col(rl, "delay_ns", n) / _NS_PER_MS,
             "utilization": utilization,
@@ -397,6 +402,8 @@ def summary(
       capacity bits (Σ capacity·Δt) over the window; ``link_utilization`` the
       same with wire bits leaving the bottleneck; ``loss_rate`` = packets
       dropped at the bottleneck / packets arriving there; ``drops`` by cause;
+      ``marks_ce`` packets marked CE and ``mark_rate`` = marks / packets
+      that left the bottleneck;
       ``queue_delay_ms_mean`` weighted by departed packets (the true mean
       sojourn) and ``p50/p95/p99`` over the per-interval means; ``jain`` =
       Jain's index over the per-flow mean goodputs of the flows active at some
@@ -465,6 +472,7 @@ def summary(
     cap_bits = float((lw["capacity_bps"] * lw["dt_s"]).sum())
     wire_bits = float((lw["throughput_bps"] * lw["dt_s"]).sum())
     drops = {c: float(lw[f"drops_{c}"].sum()) for c in DROP_CAUSES}
+    marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
     arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
     departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
     qd = lw["queue_delay_ms"]
@@ -480,6 +488,8 @@ def summary(
         "loss_rate": sum(drops.values()) / arrivals if arrivals > 0 else math.nan,
         "drops": drops,
         "drops_total": sum(drops.values()),
+        "marks_ce": marks,
+        "mark_rate": marks / float(departed.sum()) if len(departed) and float(departed.sum()) > 0 else math.nan,
         "arrival_packets": arrivals,
         "retrans_segs": sum(r["retrans_segs"] for r in per_flow),
         **queue,

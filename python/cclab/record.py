@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cclab.metrics import json_safe
+from cclab.resolve import migrate_ir
 
 __all__ = [
     "FILES",
@@ -161,7 +162,7 @@ def read_run(path: str | Path) -> Run:
         link=pq.read_table(p / LINK).to_pandas(),
         summary=json.loads((p / SUMMARY).read_text()),
         meta=meta,
-        ir=json.loads((p / RESOLVED).read_text()),
+        ir=migrate_ir(json.loads((p / RESOLVED).read_text())),
         scenario_toml=(p / SCENARIO).read_text(),
         path=p,
     )

@@ -12,7 +12,9 @@ scenario was built):
   ``stop`` is after its start and not after the end of the run (a flow that
   would stop later should leave ``stop`` out);
 * ``rtt`` ≥ 2 × the bottleneck's one-way delay (also every delay a schedule sets);
-* ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity.
+* ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
+* the queue discipline's parameters that depend on the link (RED's thresholds
+  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`.
 
 BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
 rate) and the minimum RTT over all flows:
@@ -35,15 +37,45 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from . import qdisc as qdiscs
 from . import units
 from .errors import ScenarioError
 from .scenario import HEADER_BYTES, Cca, LossModel, Scenario, known_algorithms
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
-__all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir"]
+__all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir"]
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
-IR_VERSION = 2
+#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``.
+IR_VERSION = 3
+
+
+def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
+    """An IR of an earlier version (a stored record's ``resolved.json``) in
+    the current form, as far as the change is mechanical.
+
+    * v1/v2 → v3: ``link.aqm`` (which only ever allowed ``"droptail"``)
+      becomes ``link.qdisc = {"kind": "droptail"}``; flows get ``ecn: false``.
+      (v1 → v2 added ``host``, which depends on the scenario: a v1 IR keeps
+      its version for that part and the engine refuses to run it.)
+
+    The input is not modified; a current IR is returned unchanged.
+    """
+    version = ir.get("ir_version")
+    if not isinstance(version, int) or version >= 3:
+        return ir
+    out = json.loads(json.dumps(ir))
+    link = out.get("link", {})
+    if "aqm" in link:
+        aqm = link.pop("aqm")
+        if aqm != "droptail":
+            raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent (only 'droptail' existed)")
+        link["qdisc"] = {"kind": "droptail"}
+    for flow in out.get("flows", []):
+        flow.setdefault("ecn", False)
+    if "host" in out:
+        out["ir_version"] = IR_VERSION
+    return out
 
 #: net.ipv4.tcp_rmem / tcp_wmem min and default (Linux's defaults; the default is the initial buffer).
 TCP_RMEM_MIN_DEFAULT = (4096, 131072)
@@ -243,6 +275,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                 "stop_ns": stop,
                 "bytes": nbytes,
                 "rwnd_bytes": rwnd,
+                "ecn": bool(group.ecn),
             })
 
     # Buffer.
@@ -263,6 +296,12 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
         buffer["bytes"] = nbytes_buffer
 
+    qdisc = qdiscs.qdisc_ir(
+        link.qdisc_name, link.qdisc_params, field="link.qdisc", packet_bytes=packet,
+        limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
+        link_rate_bps=int(initial_rate),
+    )  # fmt: skip
+
     max_rate = max([float(initial_rate)] + [float(c["rate_bps"]) for c in schedule if c.get("rate_bps")])
     max_rtt = max(flow["rtt_ns"] for flow in flows)
     return {
@@ -280,7 +319,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "buffer": buffer,
             "loss": _loss_ir(link.loss, "link.loss"),
             "schedule": schedule,
-            "aqm": link.aqm,
+            "qdisc": qdisc,
         },
         "flows": flows,
         "host": host_ir(max_rate, max_rtt, buffer["bytes"] or 0),

@@ -16,7 +16,8 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     delay = "0ms"                    # default "0ms" (one way)
     buffer = "1.75bdp"               # default "1bdp"; or "100KB", "64KiB", "64pkts"
     loss = 0.0                       # default 0; or "1%", or { model = "gilbert-elliott", p, r, h, k }
-    aqm = "droptail"                 # the only one supported so far
+    qdisc = "droptail"               # default; or "fq_codel", { name = "codel", target = "5ms" } (docs/queues.md)
+                                     # (the old `aqm = "droptail"` is read as qdisc = "droptail")
 
     [[flows]]
     cca = "bbr"                      # required; or { name = "bbr", cwnd_gain = 1.5 }
@@ -27,6 +28,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     stop = "50s"                     # optional, absolute time the application stops writing
     bytes = "100MB"                  # optional, application bytes to send
     rwnd = "4MB"                     # optional, receive-window limit
+    ecn = false                      # default false; true: ECN-capable packets (AQMs may mark them)
 
 The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
 converts them into the integer IR. Each field is checked here on its own
@@ -51,6 +53,7 @@ import tomli_w
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
                       field_validator, model_validator)
 
+from . import qdisc as qdiscs
 from . import units
 from .errors import ScenarioError, from_validation_error, show_value
 
@@ -67,6 +70,7 @@ __all__ = [
     "Link",
     "ScheduleEntry",
     "LossModel",
+    "Qdisc",
     "Cca",
     "FlowGroup",
     "known_algorithms",
@@ -85,8 +89,6 @@ MAX_MSS = 9000 - HEADER_BYTES
 #: Flows in one group; a guard against typos such as count = 10000000.
 MAX_COUNT = 100_000
 
-_AQM_SUPPORTED = ("droptail",)
-_AQM_PLANNED = ("codel", "fq_codel", "red", "pie")
 _LOSS_MODELS = {"gilbert-elliott": "gilbert-elliott", "gilbert_elliott": "gilbert-elliott", "bernoulli": "bernoulli"}
 
 
@@ -168,6 +170,10 @@ class _Model(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _known_fields_only(cls, data: Any) -> Any:
+        return cls._check_known_fields(data)
+
+    @classmethod
+    def _check_known_fields(cls, data: Any) -> Any:
         if isinstance(data, BaseModel):
             return data
         if not isinstance(data, dict):
@@ -247,6 +253,67 @@ def _loss(value: Any) -> Any:
 Loss = Annotated[float | str | LossModel, BeforeValidator(_loss)]
 
 
+class Qdisc(_Model):
+    """A queue discipline with parameters (docs/queues.md).
+
+    TOML: ``qdisc = { name = "fq_codel", target = "5ms" }`` (or just
+    ``qdisc = "fq_codel"`` for the defaults). Python:
+    ``Qdisc(name="codel", params={"target": "5ms"})`` or
+    ``Qdisc(name="codel", target="5ms")``. Each parameter is checked on its
+    own here (units, ranges); the defaults and the checks that need the link
+    (RED's thresholds against the buffer) come in :func:`cclab.resolve.resolve`.
+    """
+
+    _where: ClassVar[str] = "link.qdisc"
+
+    name: str
+    params: dict[str, Any] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:  # parameters sit beside the name in TOML
+        if isinstance(data, BaseModel):
+            return data
+        if not isinstance(data, dict):
+            raise ScenarioError("", data, f"{show_value(data)} is not a table",
+                                'expected a name or a table, e.g. qdisc = { name = "codel", target = "5ms" }')
+        if "name" not in data:
+            raise ScenarioError("name", None, "required field missing",
+                                f"expected a queue discipline; {qdiscs.allowed_names()}")
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise ScenarioError("params", params, f"{show_value(params)} is not a table",
+                                "expected parameter names with values")
+        params = dict(params)
+        for key, value in data.items():
+            if key not in ("name", "params"):
+                params[key] = value
+        return {"name": data["name"], "params": {str(key): value for key, value in params.items()}}
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> Any:
+        return qdiscs.check_name(value)
+
+    @model_validator(mode="after")
+    def _params(self) -> Qdisc:
+        for key, value in self.params.items():
+            qdiscs.check_param(self.name, key, value)
+        return self
+
+
+def _qdisc(value: Any) -> Any:
+    if isinstance(value, Qdisc):
+        return value
+    if isinstance(value, dict):
+        return Qdisc.model_validate(value)
+    return qdiscs.check_name(value)
+
+
+#: ``qdisc``: a discipline's name (its defaults) or a :class:`Qdisc` with parameters.
+QdiscField = Annotated[str | Qdisc, BeforeValidator(_qdisc)]
+
+
 class ScheduleEntry(_Model):
     """One timed change of the link: ``{ at = "20s", rate = "160Mbps" }`` (at least one of rate, delay, loss)."""
 
@@ -276,7 +343,32 @@ class Link(_Model):
     delay: Duration = "0ms"
     buffer: Buffer = "1bdp"
     loss: Loss = 0.0
-    aqm: str = "droptail"
+    qdisc: QdiscField = "droptail"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        # ``aqm`` was a free string that only ever allowed "droptail": it is
+        # read as ``qdisc`` (never ignored); both at once is an error.
+        if isinstance(data, dict) and "aqm" in data:
+            data = dict(data)
+            aqm = data.pop("aqm")
+            if "qdisc" in data:
+                raise ScenarioError("aqm", aqm, "link.aqm is the old name of link.qdisc and both are given",
+                                    "give only qdisc (e.g. qdisc = \"fq_codel\")")
+            if not isinstance(aqm, str) or aqm not in qdiscs.NAMES:
+                raise ScenarioError("aqm", aqm, f"{show_value(aqm)} is not a queue discipline "
+                                    "(link.aqm is the old name of link.qdisc)", qdiscs.allowed_names())
+            data["qdisc"] = aqm
+        return cls._check_known_fields(data)
+
+    @property
+    def qdisc_name(self) -> str:
+        return self.qdisc if isinstance(self.qdisc, str) else self.qdisc.name
+
+    @property
+    def qdisc_params(self) -> dict[str, Any]:
+        return {} if isinstance(self.qdisc, str) else dict(self.qdisc.params)
 
     @field_validator("trace", mode="before")
     @classmethod
@@ -294,16 +386,6 @@ class Link(_Model):
         if not isinstance(value, (list, tuple)):
             raise ScenarioError("", value, f"{show_value(value)} is not a list",
                                 'expected a list of tables, e.g. schedule = [{ at = "20s", rate = "160Mbps" }]')
-        return value
-
-    @field_validator("aqm", mode="before")
-    @classmethod
-    def _aqm(cls, value: Any) -> Any:
-        allowed = f"allowed: {', '.join(_AQM_SUPPORTED)}"
-        if isinstance(value, str) and value in _AQM_PLANNED:
-            raise ScenarioError("", value, f"{value!r} is not supported yet", allowed)
-        if value not in _AQM_SUPPORTED:
-            raise ScenarioError("", value, f"{show_value(value)} is not a known AQM", allowed)
         return value
 
     @model_validator(mode="after")
@@ -411,6 +493,15 @@ class FlowGroup(_Model):
     stop: PositiveDuration | None = None
     bytes: Size | None = None
     rwnd: Size | None = None
+    ecn: bool = False
+
+    @field_validator("ecn", mode="before")
+    @classmethod
+    def _ecn(cls, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise ScenarioError("", value, f"{show_value(value)} is not true or false",
+                                "expected ecn = true (ECN-capable packets) or false")
+        return value
 
     @field_validator("cca", mode="before")
     @classmethod
@@ -513,6 +604,11 @@ class Scenario(_Model):
         for group in data["flows"]:
             if isinstance(group["cca"], dict):
                 group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}
+            if not group.get("ecn"):
+                group.pop("ecn", None)
+        q = data["link"].get("qdisc")
+        if isinstance(q, dict):
+            data["link"]["qdisc"] = {"name": q["name"], **q["params"]} if q["params"] else q["name"]
         return data
 
     def to_toml(self) -> str:

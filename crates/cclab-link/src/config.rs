@@ -1,9 +1,10 @@
 //! The IR as the emulator reads it (`docs/ir.md`), and the address plan.
 //!
-//! These structs mirror `cclab-sim`'s `scenario.rs` but deliberately accept
-//! unknown fields: the emulator only needs the link and the flows' paths,
-//! and must not break when the IR grows a field it does not use. The
-//! Python side (`cclab.kernel.backend.check`) rejects what the kernel
+//! The top level and the flows deliberately accept unknown fields: the
+//! emulator only needs the link and the flows' paths, and must not break
+//! when the IR grows a field it does not use. The link itself is the
+//! simulator's definition (cclab-netmodel), which rejects unknown fields.
+//! The Python side (`cclab.kernel.backend.check`) rejects what the kernel
 //! backend cannot do before anything starts.
 
 use serde::Deserialize;
@@ -21,50 +22,11 @@ pub struct Ir {
     pub flows: Vec<Flow>,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-pub struct Link {
-    pub capacity: Capacity,
-    pub delay_ns: u64,
-    pub buffer: Buffer,
-    pub loss: Loss,
-    #[serde(default)]
-    pub schedule: Vec<Change>,
-}
-
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Capacity {
-    Constant {
-        rate_bps: u64,
-    },
-    Trace {
-        path: String,
-        opportunities_ns: Vec<u64>,
-        period_ns: u64,
-        bytes_per_opportunity: u32,
-    },
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct Buffer {
-    pub bytes: Option<u64>,
-    pub packets: Option<u64>,
-}
-
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Loss {
-    Bernoulli { p: f64 },
-    GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
-}
-
-#[derive(Clone, Debug, Deserialize)]
-pub struct Change {
-    pub at_ns: u64,
-    pub rate_bps: Option<u64>,
-    pub delay_ns: Option<u64>,
-    pub loss: Option<Loss>,
-}
+/// The bottleneck (`link`): the same definition the simulator reads
+/// (cclab-netmodel), strict about its fields — a link parameter the
+/// emulator did not know would otherwise be silently ignored.
+pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
+pub use cclab_netmodel::LossConfig as Loss;
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Flow {
@@ -77,6 +39,10 @@ pub struct Flow {
     /// Receive-window limit: the emulator clamps the receiver's advertised window to this (src/rwnd.rs).
     #[serde(default)]
     pub rwnd_bytes: Option<u64>,
+    /// ECN-capable flow (IR v3). On the kernel backend the packets' own ECN
+    /// field decides what the queue discipline may mark.
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 impl Ir {
@@ -152,14 +118,14 @@ mod tests {
 
     #[test]
     fn reads_the_documented_ir() {
-        let text = r#"{"ir_version":1,"name":"x","duration_ns":1000000000,"seed":1,
+        let text = r#"{"ir_version":3,"name":"x","duration_ns":1000000000,"seed":1,
           "sample_interval_ns":10000000,"measure":{"from_ns":0,"to_ns":1000000000},
           "mss":1448,"header_bytes":52,
           "link":{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
                   "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
-                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"aqm":"droptail"},
+                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"}},
           "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
-                    "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null}]}"#;
+                    "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null,"ecn":false}]}"#;
         let ir = Ir::from_json(text).unwrap();
         assert_eq!(
             ir.link.capacity,
@@ -169,5 +135,10 @@ mod tests {
         );
         assert_eq!(ir.link.schedule[0].rate_bps, Some(1));
         assert_eq!(ir.flows[0].cca, "cubic");
+        // the old free-form `aqm` string is not a link field any more
+        assert!(Ir::from_json(
+            &text.replace(r#""qdisc":{"kind":"droptail"}"#, r#""aqm":"droptail""#)
+        )
+        .is_err());
     }
 }

@@ -21,9 +21,8 @@
 //! writing thread's syscall) proceeds on both CPUs at once.
 
 use crate::config::{self, Capacity as IrCapacity, Ir};
-use crate::model::{
-    Capacity, Delivery, FlowPath, LinkCounters, LinkModel, LinkParams, LossModel, RateSteps, Trace,
-};
+use crate::ecn;
+use crate::model::{Delivery, FlowPath, LinkCounters, LinkModel, LinkParams};
 use crate::rwnd::WindowClamp;
 use crate::stats::Lateness;
 use crate::sys;
@@ -53,60 +52,29 @@ pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
 
 fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     let l = &ir.link;
-    let capacity = match &l.capacity {
-        IrCapacity::Constant { rate_bps } => {
-            let changes = l
-                .schedule
-                .iter()
-                .filter_map(|c| c.rate_bps.map(|r| (t0 + c.at_ns, r)))
-                .collect();
-            Capacity::Rate(RateSteps::new(*rate_bps, changes))
-        }
-        IrCapacity::Trace {
-            opportunities_ns,
-            period_ns,
-            bytes_per_opportunity,
-            ..
-        } => {
-            // The trace is at phase 0 at t0, and already runs before t0 (a whole
-            // number of periods earlier) so the connections' handshakes, made
-            // before t0, find delivery opportunities.
+    // A trace is at phase 0 at t0, and already runs before t0 (a whole
+    // number of periods earlier) so the connections' handshakes, made
+    // before t0, find delivery opportunities.
+    let trace_origin = match &l.capacity {
+        IrCapacity::Trace { period_ns, .. } => {
             let period = (*period_ns).max(1);
             let m = PRE_T0_NS.div_ceil(period);
-            let origin = if t0 >= m.saturating_mul(period) {
+            if t0 >= m.saturating_mul(period) {
                 t0 - m * period
             } else {
                 t0 % period
-            };
-            Capacity::Trace(Trace::new(
-                origin,
-                opportunities_ns.clone(),
-                *period_ns,
-                *bytes_per_opportunity,
-            )?)
+            }
         }
+        IrCapacity::Constant { .. } => t0,
     };
-    let mut delay_steps = vec![(0, l.delay_ns)];
-    delay_steps.extend(
-        l.schedule
-            .iter()
-            .filter_map(|c| c.delay_ns.map(|d| (t0 + c.at_ns, d))),
-    );
     // The experiment starts at t0: before it (connection set-up) the link
     // loses nothing, so a handshake is never delayed by a lost SYN and its
     // 1 s retransmission timeout (RFC 6298 §2.1). The configured loss starts
     // at t0; since a zero probability draws no random number, the seeded
     // sequence of loss draws starts with the first packet judged at or
-    // after t0, whatever happened during set-up (docs/kernel.md).
-    let mut loss_steps = vec![
-        (0, LossModel::Bernoulli { p: 0.0 }),
-        (t0, LossModel::from_config(&l.loss)),
-    ];
-    loss_steps.extend(l.schedule.iter().filter_map(|c| {
-        c.loss
-            .as_ref()
-            .map(|x| (t0 + c.at_ns, LossModel::from_config(x)))
-    }));
+    // after t0, whatever happened during set-up (docs/kernel.md). The
+    // queue discipline's clock (PIE's updates) also starts at t0.
+    let bottleneck = l.params(ir.seed, t0, trace_origin)?;
     let flows: Vec<FlowPath> = ir
         .flows
         .iter()
@@ -122,17 +90,12 @@ fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
         .min()
         .unwrap_or(l.delay_ns);
     Ok(LinkParams {
-        capacity,
-        delay_steps,
-        loss_steps,
-        limit_bytes: l.buffer.bytes,
-        limit_packets: l.buffer.packets,
+        bottleneck,
         flows,
         other: FlowPath {
             access_delay_ns: min_half_rtt.saturating_sub(l.delay_ns),
             ack_delay_ns: min_half_rtt,
         },
-        seed: ir.seed,
     })
 }
 
@@ -160,7 +123,13 @@ impl Out {
 
     fn deliver(&mut self, d: Delivery<Vec<u8>>) {
         match d {
-            Delivery::Deliver { due, pkt, .. } => {
+            Delivery::Deliver {
+                due, mut pkt, ce, ..
+            } => {
+                if ce {
+                    // the queue discipline marked it: the real packet carries CE
+                    ecn::set_ce_ipv4(&mut pkt);
+                }
                 let late = sys::mono_ns().saturating_sub(due);
                 self.lateness.record(late);
                 self.interval_late_max = self.interval_late_max.max(late);
@@ -170,7 +139,7 @@ impl Out {
                 }
                 self.pool.push(pkt);
             }
-            Delivery::Drop(pkt) => self.pool.push(pkt),
+            Delivery::Drop(pkt, _) => self.pool.push(pkt),
         }
     }
 }
@@ -268,8 +237,13 @@ fn direction_loop(
     // one line per packet read: read time, flow, IP length, TCP seq and ack,
     // queue packets after it, whether the link dropped it.
     let mut trace = std::env::var("CCLAB_LINK_TRACE").ok().and_then(|dir| {
-        let name = if data { "trace_data.csv" } else { "trace_ack.csv" };
-        let mut w = std::io::BufWriter::new(File::create(std::path::Path::new(&dir).join(name)).ok()?);
+        let name = if data {
+            "trace_data.csv"
+        } else {
+            "trace_ack.csv"
+        };
+        let mut w =
+            std::io::BufWriter::new(File::create(std::path::Path::new(&dir).join(name)).ok()?);
         writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped").ok()?;
         Some(w)
     });
@@ -280,10 +254,10 @@ fn direction_loop(
             while s.k <= s.n_samples && s.t0 + s.k * s.interval <= now {
                 let t = s.t0 + s.k * s.interval;
                 model.advance(t, &mut |d| out.deliver(d));
-                let c = &model.counters;
+                let c = model.counters();
                 writeln!(
                     s.link_csv,
-                    "{},{},{},{},{},{},{},{},{},0,{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     s.k * s.interval,
                     model.queue_bytes(),
                     model.queue_packets(),
@@ -293,7 +267,9 @@ fn direction_loop(
                     c.arrival_bytes,
                     c.drops_overflow,
                     c.drops_random,
-                    model.capacity().sample_bps(t - s.interval, t),
+                    c.drops_aqm,
+                    c.marks_ce,
+                    model.capacity().sample_bps(t - s.interval, t) as u64,
                     model.delay_at(t),
                     out.interval_late_max,
                     out.written_bytes,
@@ -333,16 +309,23 @@ fn direction_loop(
                         c.apply(f, &mut buf);
                     }
                     let tcp = trace.as_ref().map(|_| tcp_seq_ack(&buf));
-                    let drops = model.counters.drops_overflow + model.counters.drops_random;
+                    let drops = model.drops();
                     if data {
-                        model.on_data(stamp, flow, len as u32, buf);
+                        let ect = ecn::ipv4_ect(&buf);
+                        model.on_data(stamp, flow, len as u32, ect, buf);
                     } else {
                         model.on_ack(stamp, flow, buf);
                     }
                     if let (Some(w), Some((seq, ack))) = (trace.as_mut(), tcp) {
-                        let dropped = model.counters.drops_overflow + model.counters.drops_random > drops;
+                        let dropped = model.drops() > drops;
                         let f = flow.map_or(-1, |f| f as i64);
-                        writeln!(w, "{stamp},{f},{len},{seq},{ack},{},{}", model.queue_packets(), dropped as u8).ok();
+                        writeln!(
+                            w,
+                            "{stamp},{f},{len},{seq},{ack},{},{}",
+                            model.queue_packets(),
+                            dropped as u8
+                        )
+                        .ok();
                     }
                 }
                 _ => break,
@@ -378,7 +361,7 @@ fn direction_loop(
     Ok(DirReport {
         lateness: out.lateness,
         wakeup,
-        counters: model.counters.clone(),
+        counters: model.counters(),
         queued_packets: model.held_packets(),
         in_delay_lines: model.in_flight_packets(),
         write_errors: out.write_errors,
@@ -421,7 +404,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     };
     let mut link_csv = create("link.csv")?;
     let mut flows_csv = create("link_flows.csv")?;
-    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns").ok();
+    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,marks_ce,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns").ok();
     writeln!(
         flows_csv,
         "time_ns,flow_id,egress_bytes,arrival_bytes,drops"
@@ -490,7 +473,8 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": data.rt_prio.min(ack.rt_prio), "timer_slack_ns": 1,
             "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay, rwnd clamp)",
             "rwnd": "receiver's advertised window rewritten to min(advertised, rwnd_bytes) on the ACK path",
-            "queue": "drop-tail; a packet counts until its last bit is serialized",
+            "queue": "a packet counts from its arrival until its serialization starts (cclab-netmodel)",
+            "qdisc": serde_json::to_value(&ir.link.qdisc).unwrap_or_default(),
             "byte_convention": "IP datagram length (IP+TCP headers+payload, no L2 framing)",
             "buffer_bytes": ir.link.buffer.bytes, "buffer_packets": ir.link.buffer.packets,
         },
@@ -502,6 +486,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "data_in": c.data_in, "data_out": c.data_out, "ack_in": ack.counters.ack_in, "ack_out": ack.counters.ack_out,
             "arrival_packets": c.arrival_packets, "departed_packets": c.departed_packets,
             "drops_overflow": c.drops_overflow, "drops_random": c.drops_random,
+            "drops_aqm": c.drops_aqm, "marks_ce": c.marks_ce,
             "queued_packets": data.queued_packets, "in_delay_lines": data.in_delay_lines, "acks_in_delay_line": ack.in_delay_lines,
             "egress_bytes": c.egress_bytes, "data_written_bytes": data.written_bytes, "ack_written_bytes": ack.written_bytes,
             "write_errors": data.write_errors + ack.write_errors, "non_ipv4": data.non_ipv4 + ack.non_ipv4,
@@ -523,7 +508,8 @@ mod tests {
     fn trace_ir() -> Ir {
         Ir::from_json(r#"{"name":"t","duration_ns":1000000000,"seed":1,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
           "link":{"capacity":{"kind":"trace","path":"x","opportunities_ns":[1000000,3000000],"period_ns":4000000,"bytes_per_opportunity":1500},
-                  "delay_ns":0,"buffer":{"bytes":100000,"packets":null},"loss":{"kind":"bernoulli","p":0.0},"schedule":[]},
+                  "delay_ns":0,"buffer":{"bytes":100000,"packets":null},"loss":{"kind":"bernoulli","p":0.0},"schedule":[],
+                  "qdisc":{"kind":"droptail"}},
           "flows":[{"id":0,"cca":"cubic","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"bytes":null}]}"#)
         .unwrap()
     }
@@ -531,7 +517,8 @@ mod tests {
     fn lossy_ir(p: f64) -> Ir {
         Ir::from_json(&format!(r#"{{"name":"l","duration_ns":1000000000,"seed":2,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
           "link":{{"capacity":{{"kind":"constant","rate_bps":1000000000}},
-                  "delay_ns":0,"buffer":{{"bytes":null,"packets":null}},"loss":{{"kind":"bernoulli","p":{p}}},"schedule":[]}},
+                  "delay_ns":0,"buffer":{{"bytes":1000000000,"packets":null}},"loss":{{"kind":"bernoulli","p":{p}}},"schedule":[],
+                  "qdisc":{{"kind":"droptail"}}}},
           "flows":[{{"id":0,"cca":"cubic","rtt_ns":0,"start_ns":0,"stop_ns":null,"bytes":null}}]}}"#))
         .unwrap()
     }
@@ -542,9 +529,9 @@ mod tests {
         let mut dropped = vec![];
         for i in 0..n {
             let t = from + i as u64 * 1000;
-            m.on_data(t, Some(0), 100, i);
+            m.on_data(t, Some(0), 100, false, i);
             m.advance(t, &mut |d| {
-                if let Delivery::Drop(id) = d {
+                if let Delivery::Drop(id, _) = d {
                     dropped.push(id)
                 }
             });
@@ -570,16 +557,16 @@ mod tests {
             let mut m: LinkModel<u32> = LinkModel::new(link_params(&lossy_ir(0.15), t0).unwrap());
             let mut dropped = vec![];
             let mut push = |d: Delivery<u32>| {
-                if let Delivery::Drop(id) = d {
+                if let Delivery::Drop(id, _) = d {
                     dropped.push(id)
                 }
             };
             for i in 0..setup_packets {
-                m.on_data(t0 - 10_000_000 + i as u64, Some(0), 60, u32::MAX);
+                m.on_data(t0 - 10_000_000 + i as u64, Some(0), 60, false, u32::MAX);
                 m.advance(t0 - 10_000_000 + i as u64, &mut push);
             }
             for i in 0..10_000u32 {
-                m.on_data(t0 + i as u64 * 1000, Some(0), 1500, i);
+                m.on_data(t0 + i as u64 * 1000, Some(0), 1500, false, i);
                 m.advance(t0 + i as u64 * 1000, &mut push);
             }
             dropped
@@ -599,7 +586,7 @@ mod tests {
         // t0 waited until t0 and the run's setup overran its margin.
         let t0 = 100_000_000_000;
         let p = link_params(&trace_ir(), t0).unwrap();
-        let Capacity::Trace(tr) = &p.capacity else {
+        let crate::model::Capacity::Trace(tr) = &p.bottleneck.capacity else {
             panic!()
         };
         assert_eq!(tr.time(tr.first_at_or_after(t0)), t0 + 1_000_000);

@@ -1,10 +1,13 @@
 //! cclab-link: cclab's userspace bottleneck emulator and its traffic endpoints.
 //!
-//! * [`model`] — the link itself (loss → drop-tail queue → serialization at a
-//!   constant / scheduled / Mahimahi-trace rate → propagation; ACKs delayed
-//!   only). Pure: it receives `now` and packets and hands back packets with
-//!   their due times. No clock, no I/O, seeded randomness — unit-tested
-//!   without namespaces.
+//! * [`model`] — the link itself: per-flow access delays around the
+//!   bottleneck of cclab-netmodel (loss → queue discipline → serialization
+//!   at a constant / scheduled / Mahimahi-trace rate → propagation; the
+//!   simulator runs the same code); ACKs delayed only. Pure: it receives
+//!   `now` and packets and hands back packets with their due times. No
+//!   clock, no I/O, seeded randomness — unit-tested without namespaces.
+//! * [`ecn`] — the ECN field of real IPv4 packets: ECN-capable or not, and
+//!   setting CE with the header checksum fixed.
 //! * [`config`] — the resolved scenario (IR, `docs/ir.md`) as the emulator
 //!   reads it, and the address plan shared with the Python orchestration.
 //! * [`emulator`] — the real-time loop: TUN devices opened inside the
@@ -16,6 +19,7 @@
 //! * [`sys`] — the few raw syscalls (setns, TUN, clocks, signals).
 
 pub mod config;
+pub mod ecn;
 pub mod emulator;
 pub mod model;
 pub mod rwnd;

@@ -9,14 +9,14 @@ fn sc(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)]) -> Scenario {
     for (cca, n) in flows {
         for _ in 0..*n {
             let id = fl.len() as u32;
-            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None });
+            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
         }
     }
     let bdp = rate * rtt_ms / 8000;
     Scenario {
-        ir_version: 2, name: "perf".into(), duration_ns: dur_s * 1_000_000_000, seed: 1, sample_interval_ns: 10_000_000,
+        ir_version: 3, name: "perf".into(), duration_ns: dur_s * 1_000_000_000, seed: 1, sample_interval_ns: 10_000_000,
         measure: Measure { from_ns: 0, to_ns: dur_s * 1_000_000_000 }, mss: 1448, header_bytes: 52,
-        link: Link { capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], aqm: "droptail".into() },
+        link: Link { capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], qdisc: QdiscConfig::Droptail {} },
         flows: fl,
         host: Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304 },
     }

@@ -1,5 +1,8 @@
 //! The deterministic event queue: a binary heap ordered by (time, insertion
-//! sequence), so events at equal times pop in the order they were pushed.
+//! sequence), so events at equal times pop in the order they were pushed —
+//! except `Sample`, which pops after every other event at its time: a
+//! sample at t describes the interval (t_prev, t], everything that happens
+//! at t included (docs/record.md; the emulator samples the same way).
 //!
 //! (A monotone radix heap was measured as an alternative: with callgrind it
 //! cost 9 % more instructions for one flow and 13 % fewer for 100 flows; the
@@ -18,7 +21,8 @@ use std::collections::BinaryHeap;
 pub enum Event {
     /// The head of flow f's access link reaches the bottleneck.
     Access(u32),
-    /// The bottleneck finishes serializing a packet / a trace delivery opportunity.
+    /// The bottleneck's next action: a serialization ends, a trace delivery
+    /// opportunity, the end of an outage (link schedules live in the link model).
     Bottleneck,
     /// The head of the bottleneck's propagation line reaches its receiver.
     Propagation,
@@ -28,9 +32,11 @@ pub enum Event {
     Wake(u32),
     /// Take a sample of every flow and the link.
     Sample,
-    /// Apply entry i of the link schedule.
-    Schedule(u32),
 }
+
+/// Set in a `Sample` event's sequence number: it sorts after every other
+/// event at the same time.
+const SAMPLE_LAST: u64 = 1 << 63;
 
 #[derive(Copy, Clone, Debug)]
 struct Entry {
@@ -73,7 +79,8 @@ impl EventQueue {
     pub fn push(&mut self, time: Time, event: Event) {
         debug_assert!(time >= self.now, "event scheduled in the past");
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, event });
+        let seq = if matches!(event, Event::Sample) { self.seq | SAMPLE_LAST } else { self.seq };
+        self.heap.push(Entry { time, seq, event });
     }
     /// Pop the earliest event; time never goes backwards.
     #[inline]
@@ -123,6 +130,17 @@ mod tests {
             assert_eq!(q.pop(), Some((Time(5), Event::Wake(f))));
         }
         assert!(q.pop().is_none());
+    }
+
+    #[test]
+    fn a_sample_pops_after_everything_else_at_its_time() {
+        let mut q = EventQueue::new();
+        q.push(Time(10), Event::Sample);
+        q.push(Time(10), Event::Bottleneck);
+        q.push(Time(5), Event::Wake(0));
+        q.push(Time(10), Event::Propagation);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(order, vec![Event::Wake(0), Event::Bottleneck, Event::Propagation, Event::Sample]);
     }
 
     #[test]

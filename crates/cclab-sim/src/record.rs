@@ -90,6 +90,7 @@ pub struct LinkColumns {
     pub drops_overflow: Vec<u64>,
     pub drops_random: Vec<u64>,
     pub drops_aqm: Vec<u64>,
+    pub marks_ce: Vec<u64>,
     pub capacity_bps: Vec<f64>,
     pub delay_ns: Vec<u64>,
 }
@@ -112,6 +113,8 @@ pub struct FlowInfo {
     pub cca: String,
     /// When the receiver had every byte of a finite flow (None: unfinished / unlimited).
     pub completion_ns: Option<u64>,
+    /// Data segments that reached the receiver marked CE.
+    pub ce_segments: u64,
 }
 
 #[derive(Default, Debug, Clone)]

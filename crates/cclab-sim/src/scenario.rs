@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const IR_VERSION: u32 = 2;
+pub const IR_VERSION: u32 = 3;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -51,62 +51,13 @@ pub struct Measure {
     pub to_ns: u64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Link {
-    pub capacity: Capacity,
-    /// One-way propagation delay of the bottleneck (data direction).
-    pub delay_ns: u64,
-    pub buffer: Buffer,
-    pub loss: Loss,
-    /// Timed changes of rate / delay / loss (sorted by `at_ns`).
-    pub schedule: Vec<Change>,
-    pub aqm: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Capacity {
-    /// A constant serialization rate.
-    Constant { rate_bps: u64 },
-    /// A Mahimahi trace: each entry is a delivery opportunity for
-    /// `bytes_per_opportunity` bytes at that time (ns) within the period; the
-    /// trace repeats every `period_ns`.
-    Trace {
-        path: String,
-        opportunities_ns: Vec<u64>,
-        period_ns: u64,
-        bytes_per_opportunity: u32,
-    },
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Buffer {
-    /// Drop-tail limit in bytes (includes headers), if any.
-    pub bytes: Option<u64>,
-    /// Drop-tail limit in packets, if any. At least one of the two is set.
-    pub packets: Option<u64>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Loss {
-    /// Independent random loss with probability `p` per data packet.
-    Bernoulli { p: f64 },
-    /// Gilbert–Elliott two-state model: P(good→bad) = p, P(bad→good) = r,
-    /// loss probability 1−k in the good state and 1−h in the bad one.
-    GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct Change {
-    pub at_ns: u64,
-    pub rate_bps: Option<u64>,
-    pub delay_ns: Option<u64>,
-    pub loss: Option<Loss>,
-}
+/// The bottleneck (`link`): defined once in cclab-netmodel, shared with the
+/// kernel backend's emulator.
+pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
+/// A loss process (`link.loss`, schedule entries' `loss`).
+pub use cclab_netmodel::loss::LossConfig as Loss;
+/// The queue discipline (`link.qdisc`, docs/queues.md).
+pub use cclab_netmodel::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -127,4 +78,8 @@ pub struct Flow {
     pub bytes: Option<u64>,
     /// Receive-window limit in bytes (None: unlimited).
     pub rwnd_bytes: Option<u64>,
+    /// The flow's packets are ECN-capable (ECT(0)): an AQM with ECN enabled
+    /// marks them CE instead of dropping them. (The sender's and receiver's
+    /// reaction to CE, RFC 3168 §6.1, is not modelled yet.)
+    pub ecn: bool,
 }

@@ -6,18 +6,18 @@
 
 use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue};
-use crate::link::{Bottleneck, Packet};
+use crate::link::{Packet, Seg, SimLink};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
-use crate::rng::{mix, Rng};
+use crate::rng::mix;
 use crate::scenario::{Flow, Scenario, IR_VERSION};
 use crate::tcp::rcvwnd::RcvConfig;
 use crate::tcp::receiver::{Ack, Receiver};
 use crate::tcp::sender::{Handshake, Sender, Transmit};
-use crate::time::{Bandwidth, Dur, Time};
+use crate::time::{Dur, Time};
 
-/// RNG stream labels (so streams never collide).
-const STREAM_LINK_LOSS: u64 = 1;
+/// RNG stream labels (so streams never collide): the link's loss and qdisc
+/// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
 const STREAM_CC: u64 = 1 << 32;
 
 struct FlowState {
@@ -32,17 +32,16 @@ struct FlowState {
     ack_delay: Dur,
     /// The pending `Wake` event's time, if any.
     wake_at: Option<Time>,
-    egress_bytes: u64,
     total_bytes: Option<u64>,
+    /// Data segments that arrived marked CE.
+    ce_segments: u64,
     completion: Option<Time>,
 }
 
 pub struct Sim {
     q: EventQueue,
-    link: Bottleneck,
-    prop: Pipe<Packet>,
+    link: SimLink,
     flows: Vec<FlowState>,
-    rng_loss: Rng,
     scenario: Scenario,
     out: Output,
     tx_buf: Vec<Transmit>,
@@ -69,12 +68,6 @@ fn validate(sc: &Scenario) -> Result<(), String> {
     if sc.mss == 0 {
         return Err("mss must be positive".into());
     }
-    if sc.link.aqm != "droptail" {
-        return Err(format!("link.aqm '{}' is not supported; allowed: droptail", sc.link.aqm));
-    }
-    if sc.link.buffer.bytes.is_none() && sc.link.buffer.packets.is_none() {
-        return Err("link.buffer needs bytes or packets".into());
-    }
     let [rmin, rdef, rmax] = sc.host.tcp_rmem;
     if !(rmin <= rdef && rdef <= rmax && rdef > 0) || rmax > u32::MAX as u64 {
         return Err(format!("host.tcp_rmem {:?} must be min ≤ default ≤ max, default > 0, max < 4 GiB", sc.host.tcp_rmem));
@@ -93,7 +86,7 @@ fn validate(sc: &Scenario) -> Result<(), String> {
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, String> {
         validate(sc)?;
-        let link = Bottleneck::new(&sc.link.capacity, Dur(sc.link.delay_ns), sc.link.buffer.clone(), sc.link.loss.clone());
+        let link = SimLink::new(&sc.link, sc.seed, sc.flows.len())?;
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
         let rcv_cfg = RcvConfig { mss: sc.mss, truesize: sc.host.rcv_truesize, rmem: sc.host.tcp_rmem };
@@ -130,8 +123,8 @@ impl Sim {
                 access_delay: Dur(fwd - sc.link.delay_ns),
                 ack_delay: Dur(f.rtt_ns - fwd),
                 wake_at: None,
-                egress_bytes: 0,
                 total_bytes: f.bytes,
+                ce_segments: 0,
                 completion: None,
             });
         }
@@ -142,9 +135,6 @@ impl Sim {
                 q.push(Time(f.cfg.start_ns), Event::Wake(i as u32));
                 f.wake_at = Some(Time(f.cfg.start_ns));
             }
-        }
-        for (i, c) in sc.link.schedule.iter().enumerate() {
-            q.push(Time(c.at_ns), Event::Schedule(i as u32));
         }
         if n_samples > 0 {
             q.push(Time(sc.sample_interval_ns), Event::Sample);
@@ -159,9 +149,7 @@ impl Sim {
         Ok(Sim {
             q,
             link,
-            prop: Pipe::default(),
             flows,
-            rng_loss: Rng::new(sc.seed, STREAM_LINK_LOSS),
             scenario: sc.clone(),
             out,
             tx_buf: Vec::with_capacity(64),
@@ -187,7 +175,6 @@ impl Sim {
                 Event::AckPath(f) => self.on_ack_path(now, f as usize),
                 Event::Wake(f) => self.on_wake(now, f as usize),
                 Event::Sample => self.on_sample(now),
-                Event::Schedule(i) => self.on_schedule(i as usize),
             }
         }
     }
@@ -195,42 +182,38 @@ impl Sim {
     // ---- packets moving ---------------------------------------------------------
 
     fn on_access(&mut self, now: Time, f: usize) {
+        let mut rx = std::mem::take(&mut self.pkt_buf);
+        rx.clear();
         while let Some(pkt) = self.flows[f].access.pop_due(now) {
-            if let Ok(Some(t)) = self.link.arrive(now, pkt, &mut self.rng_loss) {
-                self.q.push(t, Event::Bottleneck);
-            }
+            self.link.arrive(now, pkt, &mut self.q, &mut rx);
         }
         if let Some(t) = self.flows[f].access.head_time() {
             self.q.push(t, Event::Access(f as u32));
         }
+        self.receive_all(now, &mut rx);
+        self.pkt_buf = rx;
     }
 
     fn on_bottleneck(&mut self, now: Time) {
-        let mut out = std::mem::take(&mut self.pkt_buf);
-        out.clear();
-        let next = self.link.on_event(now, &mut out);
-        let exit = now + self.link.delay;
-        for pkt in out.drain(..) {
-            self.flows[pkt.flow as usize].egress_bytes += pkt.wire as u64;
-            if self.link.delay.0 == 0 && self.prop.is_empty() {
-                // Zero propagation delay: the packet is at its receiver now.
-                self.receive(now, pkt);
-            } else if self.prop.push(exit, pkt) {
-                self.q.push(self.prop.head_time().unwrap(), Event::Propagation);
-            }
-        }
-        self.pkt_buf = out;
-        if let Some(t) = next {
-            self.q.push(t, Event::Bottleneck);
-        }
+        let mut rx = std::mem::take(&mut self.pkt_buf);
+        rx.clear();
+        self.link.on_bottleneck(now, &mut self.q, &mut rx);
+        self.receive_all(now, &mut rx);
+        self.pkt_buf = rx;
     }
 
     fn on_propagation(&mut self, now: Time) {
-        while let Some(pkt) = self.prop.pop_due(now) {
+        let mut rx = std::mem::take(&mut self.pkt_buf);
+        rx.clear();
+        self.link.on_propagation(now, &mut self.q, &mut rx);
+        self.receive_all(now, &mut rx);
+        self.pkt_buf = rx;
+    }
+
+    #[inline]
+    fn receive_all(&mut self, now: Time, rx: &mut Vec<Packet>) {
+        for pkt in rx.drain(..) {
             self.receive(now, pkt);
-        }
-        if let Some(t) = self.prop.head_time() {
-            self.q.push(t, Event::Propagation);
         }
     }
 
@@ -238,11 +221,17 @@ impl Sim {
     fn receive(&mut self, now: Time, pkt: Packet) {
         let f = pkt.flow as usize;
         let fl = &mut self.flows[f];
+        if pkt.ce {
+            // TODO(ECN): the receiver should echo CE (ECE until CWR, RFC 3168
+            // §6.1.3; per-CE ACKs for DCTCP) and the sender react once per
+            // window (RFC 3168 §6.1.2). Today CE is counted and ignored.
+            fl.ce_segments += 1;
+        }
         let had_timer = fl.receiver.next_deadline();
         let mut acks = std::mem::take(&mut self.ack_buf);
         acks.clear();
-        let payload = pkt.wire - self.scenario.header_bytes;
-        fl.receiver.on_segment_all(now, pkt.seq, payload, pkt.tsecr_ms, &mut acks);
+        let payload = pkt.wire_len() - self.scenario.header_bytes;
+        fl.receiver.on_segment_all(now, pkt.data.seq, payload, pkt.data.tsecr_ms, &mut acks);
         for ack in acks.drain(..) {
             if fl.acks.push(now + fl.ack_delay, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
@@ -279,8 +268,9 @@ impl Sim {
         let fl = &mut self.flows[f];
         let header = self.scenario.header_bytes;
         let exit = now + fl.access_delay;
+        let ect = fl.cfg.ecn;
         for t in tx {
-            let pkt = Packet { flow: f as u32, seq: t.seq, wire: t.payload + header, tsecr_ms: t.tsecr_ms, enqueued: now };
+            let pkt = Packet::new(f as u32, t.payload + header, ect, Seg { seq: t.seq, tsecr_ms: t.tsecr_ms });
             if fl.access.push(exit, pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
@@ -334,19 +324,6 @@ impl Sim {
         }
     }
 
-    fn on_schedule(&mut self, i: usize) {
-        let c = self.scenario.link.schedule[i].clone();
-        if let Some(r) = c.rate_bps {
-            self.link.set_rate(Bandwidth(r));
-        }
-        if let Some(d) = c.delay_ns {
-            self.link.delay = Dur(d);
-        }
-        if let Some(l) = c.loss {
-            self.link.set_loss(l);
-        }
-    }
-
     // ---- sampling --------------------------------------------------------------------
 
     fn on_sample(&mut self, now: Time) {
@@ -360,7 +337,7 @@ impl Sim {
                 delivered = delivered.min(t);
             }
             cols.delivered_bytes.push(delivered);
-            cols.egress_bytes.push(fl.egress_bytes);
+            cols.egress_bytes.push(self.link.flow_egress_bytes[i]);
             match Some(&mut fl.sender).filter(|s| s.started(now)) {
                 Some(s) => {
                     cols.active.push(!(s.is_finished()));
@@ -419,19 +396,23 @@ impl Sim {
             }
         }
         let l = &mut self.out.link;
-        let c = &self.link.counters;
+        let m = &self.link.model;
+        let c = &m.counters;
         l.time_ns.push(now.0);
-        l.queue_bytes.push(self.link.queue_bytes());
-        l.queue_packets.push(self.link.queue_packets());
+        l.queue_bytes.push(m.queue_bytes());
+        l.queue_packets.push(m.queue_packets());
         l.sojourn_sum_ns.push(c.sojourn_sum_ns);
         l.departed_packets.push(c.departed_packets);
         l.egress_bytes.push(c.egress_bytes);
         l.arrival_bytes.push(c.arrival_bytes);
         l.drops_overflow.push(c.drops_overflow);
         l.drops_random.push(c.drops_random);
-        l.drops_aqm.push(0);
-        l.capacity_bps.push(self.link.capacity_bps(self.last_sample.0, now.0));
-        l.delay_ns.push(self.link.delay.0);
+        l.drops_aqm.push(c.drops_aqm);
+        l.marks_ce.push(c.marks_ce);
+        // The sample at t comes after everything else at t (event.rs): the
+        // interval is (previous sample, t], for the capacity too.
+        l.capacity_bps.push(m.capacity().sample_bps(self.last_sample.0, now.0));
+        l.delay_ns.push(m.delay_at(now.0));
         self.last_sample = now;
         let next = now + Dur(self.scenario.sample_interval_ns);
         if next.0 <= self.scenario.duration_ns {
@@ -442,13 +423,13 @@ impl Sim {
     pub fn counters(&self) -> Counters {
         let sent: u64 = self.flows.iter().map(|f| f.sender.stats.sent_packets).sum();
         let delivered: u64 = self.flows.iter().map(|f| f.receiver.segments_received).sum();
-        let c = &self.link.counters;
-        let in_flight: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum::<u64>() + self.prop.len() as u64;
+        let c = &self.link.model.counters;
+        let in_flight: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum::<u64>() + self.link.in_flight();
         Counters {
             sent_packets: sent,
             delivered_packets: delivered,
-            dropped_packets: c.drops_overflow + c.drops_random,
-            queued_packets: self.link.held_packets(),
+            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm,
+            queued_packets: self.link.model.held_packets(),
             in_flight_packets: in_flight,
             events: self.events,
         }
@@ -459,7 +440,7 @@ impl Sim {
         self.out.flow_info = self
             .flows
             .iter()
-            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0) })
+            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0), ce_segments: f.ce_segments })
             .collect();
         self.out
     }

@@ -17,6 +17,7 @@ pub fn flow(id: u32, cca: &str, rtt_ms: u64) -> Flow {
         stop_ns: None,
         bytes: None,
         rwnd_bytes: None,
+        ecn: false,
     }
 }
 
@@ -30,7 +31,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
     let min_rtt = flows.iter().map(|f| f.rtt_ns).min().unwrap();
     let bdp = rate_bps as f64 * min_rtt as f64 / 8e9;
     Scenario {
-        ir_version: 2,
+        ir_version: 3,
         name: "test".into(),
         duration_ns: duration_s * S,
         seed: 1,
@@ -44,7 +45,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
             buffer: Buffer { bytes: Some((bdp * bdp_mult).ceil().max(1500.0) as u64), packets: None },
             loss: Loss::Bernoulli { p: 0.0 },
             schedule: vec![],
-            aqm: "droptail".into(),
+            qdisc: QdiscConfig::Droptail {},
         },
         flows,
         host: host(),

@@ -43,9 +43,9 @@ def scenario_ir(rate_bps: int, mtu: int, seconds: float, cca: str = "cubic", rtt
         "mss": mtu - header, "header_bytes": header,
         "link": {"capacity": {"kind": "constant", "rate_bps": rate_bps}, "delay_ns": 0,
                  "buffer": {"bytes": int(rate_bps * rtt / 8e9), "packets": None},
-                 "loss": {"kind": "bernoulli", "p": 0.0}, "schedule": [], "aqm": "droptail"},
+                 "loss": {"kind": "bernoulli", "p": 0.0}, "schedule": [], "qdisc": {"kind": "droptail"}},
         "flows": [{"id": 0, "group": 0, "cca": cca, "cca_params": {}, "rtt_ns": rtt, "start_ns": 0,
-                   "stop_ns": None, "bytes": None, "rwnd_bytes": None}],
+                   "stop_ns": None, "bytes": None, "rwnd_bytes": None, "ecn": False}],
         "host": host_ir(rate_bps, rtt, int(rate_bps * rtt / 8e9)),
     }  # fmt: skip
 

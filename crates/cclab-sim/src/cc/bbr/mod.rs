@@ -34,8 +34,7 @@ use super::{CaState, CcError, CongestionOps, Conn, CwndEvent, Params, RateSample
 use crate::time::{Bandwidth, Dur, Time, NS_PER_MS, NS_PER_US};
 use filters::Minmax;
 use lt_bw::LtBw;
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use crate::rng::Rng;
 use variants::{CwndFeedback, StickyRtprop};
 
 pub(crate) use config::{count_param, gain_param};
@@ -170,7 +169,7 @@ pub(crate) fn tso_segs_goal(pacing_rate_bytes: u64, mss: u32) -> u32 {
 pub struct Bbr {
     name: &'static str,
     pub(crate) cfg: BbrConfig,
-    rng: Xoshiro256PlusPlus,
+    rng: Rng,
 
     pub(crate) mode: Mode,
     /// `min_rtt_us` (kept in ns); `u64::MAX` before the first sample (`~0U`).
@@ -232,7 +231,7 @@ impl Bbr {
         let feedback = cfg.feedback.clone().map(CwndFeedback::new);
         Bbr {
             name,
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            rng: Rng::seed_from_u64(seed),
             mode: Mode::Startup,
             min_rtt_ns: u64::MAX,
             min_rtt_stamp: Time::ZERO,

@@ -45,8 +45,7 @@ use super::{
     INFINITE_SSTHRESH,
 };
 use crate::time::{Bandwidth, Dur, Time, NS_PER_US};
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use crate::rng::Rng;
 
 pub use config::{Bbr3Config, PARAMS};
 pub use v2alpha::Logic;
@@ -157,7 +156,7 @@ pub(crate) fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32, margin: u32) -> u
 #[derive(Clone, Debug)]
 pub struct Bbr3 {
     pub(crate) cfg: Bbr3Config,
-    rng: Xoshiro256PlusPlus,
+    rng: Rng,
 
     pub(crate) mode: Mode,
     pub(crate) cycle_idx: Phase,
@@ -227,7 +226,7 @@ impl Bbr3 {
 
     pub fn new(cfg: Bbr3Config, seed: u64) -> Bbr3 {
         Bbr3 {
-            rng: Xoshiro256PlusPlus::seed_from_u64(seed),
+            rng: Rng::seed_from_u64(seed),
             mode: Mode::Startup,
             cycle_idx: Phase::Up,
             min_rtt_ns: u64::MAX,

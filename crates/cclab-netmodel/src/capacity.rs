@@ -1,9 +1,10 @@
 //! The bottleneck's capacity: a (scheduled) constant rate or a Mahimahi trace.
 
-use super::Ns;
+use crate::Ns;
 
 /// Piecewise-constant rate: `(from, rate_bps)` steps sorted by time, the
-/// first at time 0. Times are on the model's clock.
+/// first at time 0. A rate of 0 is an outage: packets wait in the queue
+/// until the rate is positive again.
 #[derive(Clone, Debug)]
 pub struct RateSteps {
     steps: Vec<(Ns, u64)>,
@@ -17,10 +18,16 @@ impl RateSteps {
         RateSteps { steps }
     }
 
-    fn index_at(&self, t: Ns) -> usize {
+    /// Index of the step in force at `t`.
+    #[inline]
+    pub fn index_at(&self, t: Ns) -> usize {
+        if self.steps.len() == 1 {
+            return 0;
+        }
         self.steps.partition_point(|s| s.0 <= t) - 1
     }
 
+    #[inline]
     pub fn rate_at(&self, t: Ns) -> u64 {
         self.steps[self.index_at(t)].1
     }
@@ -38,7 +45,9 @@ impl RateSteps {
 /// A Mahimahi trace: delivery opportunities at `origin + k·period + opps[j]`
 /// for k = 0, 1, …, each for `bytes_per_opp` bytes. Opportunities are
 /// numbered globally, `g = k·n + j`, so equal times (several lines with the
-/// same millisecond) are still distinct opportunities.
+/// same millisecond) are still distinct opportunities. An opportunity may
+/// lie at offset `period` (Mahimahi's last line), i.e. at the same instant
+/// as the next period's start.
 #[derive(Clone, Debug)]
 pub struct Trace {
     pub origin: Ns,
@@ -74,6 +83,7 @@ impl Trace {
     }
 
     /// Time of global opportunity `g`.
+    #[inline]
     pub fn time(&self, g: u64) -> Ns {
         self.origin + (g / self.n()) * self.period + self.opps[(g % self.n()) as usize]
     }
@@ -82,11 +92,23 @@ impl Trace {
     pub fn first_at_or_after(&self, t: Ns) -> u64 {
         let rel = t.saturating_sub(self.origin);
         let k = rel / self.period;
-        let j = self.opps.partition_point(|&o| o < rel - k * self.period) as u64;
-        k * self.n() + j
+        let off = rel - k * self.period;
+        if off == 0 && k > 0 {
+            // the previous period's opportunities at offset `period` lie at t
+            let at_end = self
+                .opps
+                .iter()
+                .rev()
+                .take_while(|&&o| o == self.period)
+                .count() as u64;
+            if at_end > 0 {
+                return k * self.n() - at_end;
+            }
+        }
+        k * self.n() + self.opps.partition_point(|&o| o < off) as u64
     }
 
-    /// Number of opportunities with time ≤ `t` (since the origin).
+    /// Number of opportunities with time ≤ `t`.
     pub fn count_upto(&self, t: Ns) -> u64 {
         if t < self.origin {
             return 0;
@@ -96,13 +118,14 @@ impl Trace {
         k * self.n() + self.opps.partition_point(|&o| o <= rel - k * self.period) as u64
     }
 
-    /// Mean capacity over `(t0, t1]` in bit/s.
-    pub fn mean_bps(&self, t0: Ns, t1: Ns) -> u64 {
-        if t1 <= t0 {
-            return 0;
-        }
-        let n = self.count_upto(t1) - self.count_upto(t0);
-        ((n as u128 * self.bytes_per_opp as u128 * 8 * 1_000_000_000) / (t1 - t0) as u128) as u64
+    /// Mean rate of the whole trace in bit/s.
+    pub fn mean_rate_bps(&self) -> u64 {
+        (self.n() as u128 * self.bytes_per_opp as u128 * 8 * 1_000_000_000 / self.period as u128)
+            as u64
+    }
+
+    fn bps(&self, n: u64, span: Ns) -> f64 {
+        n as f64 * self.bytes_per_opp as f64 * 8.0 * 1e9 / span.max(1) as f64
     }
 }
 
@@ -114,12 +137,23 @@ pub enum Capacity {
 }
 
 impl Capacity {
-    /// Capacity reported for the sample interval `(t0, t1]`: the rate at
-    /// `t1` for a rate link, the mean over the interval for a trace.
-    pub fn sample_bps(&self, t0: Ns, t1: Ns) -> u64 {
+    /// Capacity over the sample interval `(t0, t1]` in bit/s: the rate at
+    /// `t1` for a rate link, the mean over the interval for a trace
+    /// (opportunities in `(t0, t1]`).
+    pub fn sample_bps(&self, t0: Ns, t1: Ns) -> f64 {
         match self {
-            Capacity::Rate(r) => r.rate_at(t1),
-            Capacity::Trace(tr) => tr.mean_bps(t0, t1),
+            Capacity::Rate(r) => r.rate_at(t1) as f64,
+            Capacity::Trace(tr) => {
+                tr.bps(tr.count_upto(t1) - tr.count_upto(t0), t1.saturating_sub(t0))
+            }
+        }
+    }
+
+    /// The rate at `t` (a trace: its mean rate) — what RED's idle decay uses.
+    pub fn nominal_bps(&self, t: Ns) -> u64 {
+        match self {
+            Capacity::Rate(r) => r.rate_at(t),
+            Capacity::Trace(tr) => tr.mean_rate_bps(),
         }
     }
 }
@@ -152,9 +186,14 @@ mod tests {
         assert_eq!(t.first_at_or_after(100 + ms), 0);
         assert_eq!(t.first_at_or_after(100 + ms + 1), 2);
         assert_eq!(t.first_at_or_after(0), 0);
+        // the opportunity at offset = period is at the next period's start
+        assert_eq!(t.first_at_or_after(100 + 3 * ms), 2);
+        assert_eq!(t.first_at_or_after(100 + 3 * ms + 1), 3);
         assert_eq!(t.count_upto(100 + 3 * ms), 3);
         assert_eq!(t.count_upto(100 + 4 * ms), 5);
         // 3 opportunities × 1500 B per 3 ms = 12 Mbit/s
-        assert_eq!(t.mean_bps(100, 100 + 300 * ms), 12_000_000);
+        let c = Capacity::Trace(t);
+        assert_eq!(c.sample_bps(100, 100 + 300 * ms), 12e6);
+        assert_eq!(c.nominal_bps(0), 12_000_000);
     }
 }

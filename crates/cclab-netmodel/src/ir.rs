@@ -1,0 +1,147 @@
+//! The IR's `link` section (docs/ir.md), as both backends read it, and its
+//! translation into the model's parameters — written once, here.
+
+use crate::bottleneck::BottleneckParams;
+use crate::capacity::{Capacity as Cap, RateSteps, Trace};
+use crate::loss::{LossConfig, LossModel};
+use crate::qdisc::{Limits, QdiscConfig};
+use crate::Ns;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub capacity: Capacity,
+    /// One-way propagation delay of the bottleneck (data direction).
+    pub delay_ns: u64,
+    pub buffer: Buffer,
+    pub loss: LossConfig,
+    /// Timed changes of rate / delay / loss (sorted by `at_ns`).
+    pub schedule: Vec<Change>,
+    /// The queue discipline (docs/queues.md).
+    pub qdisc: QdiscConfig,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Capacity {
+    /// A constant serialization rate.
+    Constant { rate_bps: u64 },
+    /// A Mahimahi trace: each entry is a delivery opportunity for
+    /// `bytes_per_opportunity` bytes at that time (ns) within the period; the
+    /// trace repeats every `period_ns`.
+    Trace {
+        path: String,
+        opportunities_ns: Vec<u64>,
+        period_ns: u64,
+        bytes_per_opportunity: u32,
+    },
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Buffer {
+    /// Limit in bytes (wire bytes), if any.
+    pub bytes: Option<u64>,
+    /// Limit in packets, if any. At least one of the two is set.
+    pub packets: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    pub at_ns: u64,
+    pub rate_bps: Option<u64>,
+    pub delay_ns: Option<u64>,
+    pub loss: Option<LossConfig>,
+}
+
+impl Link {
+    /// The bottleneck's parameters on a clock whose run starts at `t0`
+    /// (the simulator: 0; the emulator: its CLOCK_MONOTONIC time zero).
+    /// Schedule entries apply at t0 + at; the configured loss applies from
+    /// t0 on (before it the link loses nothing, and draws no random
+    /// number); a trace is at phase 0 at `trace_origin` (≤ t0).
+    pub fn params(&self, seed: u64, t0: Ns, trace_origin: Ns) -> Result<BottleneckParams, String> {
+        if self.buffer.bytes.is_none() && self.buffer.packets.is_none() {
+            return Err("link.buffer needs bytes or packets".into());
+        }
+        self.qdisc
+            .validate()
+            .map_err(|e| format!("link.qdisc: {e}"))?;
+        let capacity = match &self.capacity {
+            Capacity::Constant { rate_bps } => {
+                let changes = self
+                    .schedule
+                    .iter()
+                    .filter_map(|c| c.rate_bps.map(|r| (t0 + c.at_ns, r)))
+                    .collect();
+                Cap::Rate(RateSteps::new(*rate_bps, changes))
+            }
+            Capacity::Trace {
+                opportunities_ns,
+                period_ns,
+                bytes_per_opportunity,
+                ..
+            } => {
+                if !self.schedule.is_empty() && self.schedule.iter().any(|c| c.rate_bps.is_some()) {
+                    return Err("link.schedule cannot change the rate of a trace link".into());
+                }
+                Cap::Trace(Trace::new(
+                    trace_origin,
+                    opportunities_ns.clone(),
+                    *period_ns,
+                    *bytes_per_opportunity,
+                )?)
+            }
+        };
+        let mut delay_steps = vec![(0, self.delay_ns)];
+        delay_steps.extend(
+            self.schedule
+                .iter()
+                .filter_map(|c| c.delay_ns.map(|d| (t0 + c.at_ns, d))),
+        );
+        let mut loss_steps = vec![];
+        if t0 > 0 {
+            loss_steps.push((0, LossModel::none()));
+        }
+        loss_steps.push((t0, LossModel::new(self.loss)));
+        loss_steps.extend(
+            self.schedule
+                .iter()
+                .filter_map(|c| c.loss.map(|l| (t0 + c.at_ns, LossModel::new(l)))),
+        );
+        Ok(BottleneckParams {
+            capacity,
+            delay_steps,
+            loss_steps,
+            limits: Limits {
+                bytes: self.buffer.bytes,
+                packets: self.buffer.packets,
+            },
+            qdisc: self.qdisc.clone(),
+            seed,
+            origin: t0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_documented_link_and_rejects_the_old_aqm_string() {
+        let text = r#"{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+            "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
+            "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],
+            "qdisc":{"kind":"fq_codel","target_ns":5000000,"interval_ns":100000000,"mtu_bytes":1500,"ecn":true,
+                     "quantum_bytes":1514,"flows":1024,"memory_limit_bytes":33554432,"drop_batch":64}}"#;
+        let l: Link = serde_json::from_str(text).unwrap();
+        assert_eq!(l.qdisc.kind(), "fq_codel");
+        let p = l.params(1, 0, 0).unwrap();
+        assert_eq!(p.capacity.nominal_bps(5), 1);
+        let old = text.replace(r#""qdisc":{"#, r#""aqm":"droptail","x":{"#);
+        assert!(serde_json::from_str::<Link>(&old).is_err());
+    }
+}

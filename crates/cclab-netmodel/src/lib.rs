@@ -1,0 +1,42 @@
+//! cclab-netmodel: the bottleneck link, one model for every backend.
+//!
+//! The simulator (`cclab-sim`) and the kernel backend's emulator
+//! (`cclab-link`) both run the bottleneck through this crate, so a queue
+//! discipline, a rounding rule or a loss draw is defined exactly once.
+//!
+//! Pure: no I/O, no clock, no OS randomness. Time is integer nanoseconds
+//! ([`Ns`]) on whatever clock the caller uses; the caller hands in `now` and
+//! gets back packets with the time they leave. Randomness is seeded from the
+//! scenario's seed, one stream for random loss and another for the queue
+//! discipline (so choosing a qdisc never changes which packets random loss
+//! hits).
+//!
+//! Per data packet (docs/ir.md): random loss on arrival (`drops_random`) →
+//! queue discipline ([`qdisc`]: drop-tail and its variants, RED, CoDel,
+//! FQ-CoDel, PIE; `drops_overflow` when the buffer is full, `drops_aqm` /
+//! `marks_ce` for AQM decisions) → serialization at the capacity (constant
+//! or scheduled rate, Mahimahi trace) → propagation (the link delay, FIFO
+//! even when the delay changes). Start at [`Bottleneck`].
+
+pub mod bottleneck;
+pub mod capacity;
+pub mod ir;
+pub mod loss;
+pub mod packet;
+pub mod qdisc;
+pub mod rng;
+
+/// Nanoseconds on the caller's clock.
+pub type Ns = u64;
+
+pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out, Sink};
+pub use capacity::{Capacity, RateSteps, Trace};
+pub use loss::{LossConfig, LossModel, LossSteps};
+pub use packet::{DropCause, Packet, FLOW_NONE};
+pub use qdisc::{Limits, Qdisc, QdiscConfig};
+pub use rng::{mix, Rng};
+
+/// Random streams derived from the scenario seed ([`rng::mix`]); the
+/// simulator's per-flow congestion-control streams use labels ≥ 2^32.
+pub const STREAM_LOSS: u64 = 1;
+pub const STREAM_QDISC: u64 = 2;
