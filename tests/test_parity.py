@@ -311,6 +311,7 @@ def stand_in(monkeypatch, tmp_path):
 @needs_engine
 def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand_in, tmp_path):
     from cclab.cli_parity import finish
+    from cclab.parity.output import summary_line
     from cclab.parity.run import run_parity
     from rich.console import Console
 
@@ -354,6 +355,13 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     page = (out / "parity.html").read_text()
     assert page.count("data:image/png;base64,") == 1  # the one failing case's overlaid time series
     assert "t/invalid" in page and "CPU-saturated" in page
+    md = (out / "parity.md").read_text().splitlines()
+    assert md[0] == summary_line(outcome)
+    rows = {line.split("|")[1].strip(" `"): line for line in md if line.startswith("| `")}
+    assert set(rows) == {"t/pass", "t/fail", "t/invalid", "t/flaky"}
+    assert "**FAIL**" in rows["t/fail"] and "**goodput " in rows["t/fail"]  # the failing check in bold
+    assert "| pass |" in rows["t/pass"] and "**" not in rows["t/pass"].split("| pass |")[1]
+    assert "**INVALID**" in rows["t/invalid"] and "CPU-saturated" in rows["t/invalid"]
 
     # resume: every record is reused, nothing runs again, same verdicts
     before = dict(fake.calls)

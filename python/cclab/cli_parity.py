@@ -83,11 +83,12 @@ def finish(outcome, selection: dict, t0: float, console) -> int:
     hpath = output.write_html(outcome, selection)
     outcome.wall_s = time.monotonic() - t0
     output.write_results(outcome, selection)  # again, with the final wall time
+    mpath = output.write_markdown(outcome)
     if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
         console.width = max(console.width, 180)
     console.print(output.results_table(outcome))
     console.print(output.summary_line(outcome), soft_wrap=True, markup=False, highlight=False)
-    console.print(f"results: {jpath}, {ppath}; time series of the failing cases: {hpath}", soft_wrap=True, markup=False,
+    console.print(f"results: {jpath}, {ppath}, {mpath}; time series of the failing cases: {hpath}", soft_wrap=True, markup=False,
                   highlight=False)  # fmt: skip
     console.print(f"wall time: {_fmt_wall(outcome.wall_s)}", markup=False, highlight=False)
     return outcome.exit_code

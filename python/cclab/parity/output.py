@@ -17,9 +17,10 @@ from cclab.parity.checks import METRICS, TOLERANCES
 from cclab.parity.matrix import DROPPED, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
 
-__all__ = ["list_lines", "list_footer", "results_frame", "results_table", "write_html", "write_results"]
+__all__ = ["list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
+           "write_results"]
 
-JSON_FILE, PARQUET_FILE, HTML_FILE = "parity.json", "parity.parquet", "parity.html"
+JSON_FILE, PARQUET_FILE, HTML_FILE, MD_FILE = "parity.json", "parity.parquet", "parity.html", "parity.md"
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -290,3 +291,44 @@ def list_footer(cases: list[Case], all_cases: list[Case] | tuple[Case, ...], qui
     lines.append("tolerances (|sim − kernel| ≤ max(rel × |kernel|, abs)): "
                  + "; ".join(f"{k} {t.text}" for k, t in TOLERANCES.items()))  # fmt: skip
     return lines
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(outcome: ParityOutcome) -> str:
+    """One Markdown table row per case — its result and every decisive check, sim vs kernel (failing checks
+    in bold; `info` metrics left out) — headed by the counts, the engines and the date: for reports and docs."""
+    lines = [
+        f"{summary_line(outcome)}",
+        "",
+        f"Started {outcome.started_at or '?'}; simulator {outcome.engines.get('sim', '?')}; "
+        f"{outcome.engines.get('kernel', '?')}.",
+        "",
+        "| case | result | sim vs kernel (failing checks in bold) |",
+        "|---|---|---|",
+    ]
+    for r in outcome.results:
+        if r.status in ("invalid", "error"):
+            detail = "; ".join(r.invalid_reasons) if r.status == "invalid" else r.error
+        else:
+            parts = []
+            for c in r.checks:
+                if c.status not in ("pass", "fail"):
+                    continue
+                text = f"{c.metric} {_fmt(c.sim)} vs {_fmt(c.kernel)}{(' ' + c.unit) if c.unit else ''}"
+                parts.append(f"**{text}**" if c.status == "fail" else text)
+            detail = "; ".join(parts)
+        result = "pass" if r.status == "pass" else f"**{r.status.upper()}**"
+        lines.append(f"| `{r.case.id}` | {result} | {_md_cell(detail)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_markdown(outcome: ParityOutcome) -> Path:
+    """parity.md in the output directory (see :func:`markdown`)."""
+    from cclab.store import atomic_write_text
+
+    path = outcome.out_dir / MD_FILE
+    atomic_write_text(path, markdown(outcome))
+    return path
