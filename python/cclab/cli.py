@@ -38,7 +38,7 @@ from cclab.backends import BackendError
 from cclab.errors import ScenarioError
 from cclab.record import RecordError
 
-__all__ = ["app", "console", "err_console", "fail", "user_errors"]
+__all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -54,9 +54,19 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def _one_line(message: str) -> str:
+    from cclab.errors import clip
+
+    return safe(clip(" ".join(str(message).split()), 2000))
+
+
+def safe(text: Any) -> str:
+    """A user-given string (scenario name, path, error text) ready for rich: markup such as ``[/]``
+    and terminal control characters (escape sequences, carriage returns) are escaped."""
     from rich.markup import escape
 
-    return escape(" ".join(str(message).split()))
+    from cclab.errors import printable
+
+    return escape(printable(str(text)))
 
 
 @contextlib.contextmanager
@@ -176,22 +186,22 @@ def run_cmd(
 
     with user_errors():
         formats = ("png", "svg") if svg else ("png",)
-        with err_console.status(f"running {file} on {backend}…"):
+        with err_console.status(f"running {safe(file)} on {safe(backend)}…"):
             result = api.run(file, out=out, backend=backend, seed=seed, plot=not no_plot, formats=formats,
                              overwrite=overwrite)  # fmt: skip
     meta = result.meta
     console.print(
-        f"[bold]{result.name}[/bold]  backend {meta.get('backend')}, engine {meta.get('engine_version')}, "
-        f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall"
+        f"[bold]{safe(result.name)}[/bold]  backend {safe(meta.get('backend'))}, engine {safe(meta.get('engine_version'))}, "
+        f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall", soft_wrap=True
     )
     console.print(flows_table(result.summary))
     console.print(aggregate_table(result.summary))
     if not meta.get("valid", True):
-        reasons = "; ".join(meta.get("invalid_reasons") or []) or "no reason given"
+        reasons = safe("; ".join(meta.get("invalid_reasons") or []) or "no reason given")
         err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)
-    console.print(f"record: {result.path}", soft_wrap=True)
+    console.print(f"record: {safe(result.path)}", soft_wrap=True)
     for fig in result.figures:
-        console.print(f"figure: {fig}", soft_wrap=True)
+        console.print(f"figure: {safe(fig)}", soft_wrap=True)
 
 
 # --------------------------------------------------------------------------
@@ -225,7 +235,7 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     link = ir["link"]
     cap = link["capacity"]
     rate = cap.get("rate_bps")
-    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {Path(cap.get('path', '')).name}"
+    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {safe(Path(cap.get('path', '')).name)}"
     buf = link["buffer"]
     min_rtt = min(f["rtt_ns"] for f in ir["flows"])
     buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
@@ -233,7 +243,8 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     if buf.get("bytes") and rate:
         buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
     m = ir["measure"]
-    console.print(f"[green]ok[/green] {file}: [bold]{ir['name']}[/bold] (IR hash {ir_hash(ir)[:8]})", soft_wrap=True)
+    console.print(f"[green]ok[/green] {safe(file)}: [bold]{safe(ir['name'])}[/bold] (IR hash {ir_hash(ir)[:8]})",
+                  soft_wrap=True)
     console.print(
         f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
         f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}"

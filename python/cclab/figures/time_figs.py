@@ -87,7 +87,7 @@ def period(target: Target, point: int | None = None, algorithm: str | None = Non
     bottom.set_xlabel("lag (s)")
     bottom.set_ylabel(f"autocorrelation of {alg} share")
     bottom.grid(True, alpha=0.3)
-    fig.suptitle(title or f"{run.name}: {alg} share — {text}", fontsize="medium")
+    fig.suptitle(title or f"{run.name}: {alg} share — {text}", fontsize="medium", parse_math=False)
     fig.cclab_period_s = p  # for callers (report, tests)
     return fig
 
