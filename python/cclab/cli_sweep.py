@@ -14,41 +14,54 @@ from typing import Optional
 import typer
 
 
+def _safe(text) -> str:
+    """User-given text (names, paths, error messages) on one line, control characters escaped, bounded."""
+    from cclab.errors import clip, printable
+
+    return clip(printable(" ".join(str(text).split())), 2000)
+
+
 def _fail(msg: str, code: int = 2) -> "typer.Exit":
-    typer.secho(f"error: {msg}", fg="red", err=True)
+    typer.secho(f"error: {_safe(msg)}", fg="red", err=True)
     return typer.Exit(code)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from cclab.errors import ScenarioError
+    from cclab.record import RecordError
+    from cclab.store import StoreBusyError
     from cclab.sweep import SweepError
 
-    errs: list[type[BaseException]] = [SweepError]
-    try:
-        from cclab.errors import ScenarioError
-
-        errs.append(ScenarioError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errs)
+    return (SweepError, ScenarioError, RecordError, StoreBusyError)
 
 
 def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True) -> int:
     """Run a loaded sweep and print its outcome; returns the exit code."""
     from cclab.runner import run_sweep
+    from cclab.store import SweepStore
 
     try:
         outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
     except _user_errors() as e:
         raise _fail(str(e)) from None
+    except KeyboardInterrupt:
+        done = len(SweepStore(out).complete_ids())
+        typer.secho(f"interrupted: {done} complete record(s) kept in {_safe(out)}; "
+                    "rerun the same command to resume", fg="yellow", err=True)
+        raise typer.Exit(130) from None
+    for rid, problem, moved in outcome.corrupt:
+        typer.secho(f"  run {rid}: {_safe(problem)}; moved to {_safe(moved)}, running it again",
+                    fg="yellow", err=True)
     typer.echo(
         f"{outcome.total_points} points, {outcome.total_runs} runs: {outcome.skipped} already complete, "
-        f"{outcome.done} done now, {len(outcome.failures)} failed ({outcome.wall_s:.1f} s) -> {outcome.out_dir}"
+        f"{outcome.done} done now, {len(outcome.failures)} failed ({outcome.wall_s:.1f} s) -> {_safe(outcome.out_dir)}"
     )
     for f in outcome.failures:
         first = (f["error"] or "").strip().splitlines()
-        typer.secho(f"  failed {f['run_id']}: {first[0] if first else '?'}", fg="red", err=True)
+        typer.secho(f"  failed {f['run_id']}: {_safe(first[0]) if first else '?'}", fg="red", err=True)
     if outcome.failures:
-        typer.echo(f"  details: {outcome.out_dir / 'failures.json'}; rerun the same command to retry them", err=True)
+        typer.echo(f"  details: {_safe(outcome.out_dir / 'failures.json')}; rerun the same command to retry them",
+                   err=True)
     return 1 if outcome.failures else 0
 
 
@@ -93,7 +106,13 @@ def register(app: typer.Typer) -> None:
 
         if not (sweep_dir / POINTS).exists():
             raise _fail(f"{sweep_dir}: not a sweep directory (no {POINTS}); run `cclab sweep` first")
-        df = read_results(sweep_dir)
+        try:
+            df = read_results(sweep_dir)
+        except _user_errors() as e:
+            raise _fail(str(e)) from None
+        for rid in df.attrs.get("corrupt", []):
+            typer.secho(f"warning: run {rid} left out: its record does not match its manifest (corrupt); "
+                        "rerun the sweep to redo it", fg="yellow", err=True)
         if df.empty:
             raise _fail(f"{sweep_dir}: no complete runs yet", code=1)
         print_results(df, metric, grouped=not all_trials, csv=csv)
