@@ -96,7 +96,8 @@ def _only_record_files(d: Path) -> bool:
 
     known = {*FILES, MANIFEST, *EXTRA_FILES}
     try:
-        return all(e.name in known and e.is_file(follow_symlinks=False) for e in os.scandir(d))
+        with os.scandir(d) as entries:
+            return all(e.name in known and e.is_file(follow_symlinks=False) for e in entries)
     except OSError:
         return False
 
