@@ -36,6 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import units
+from .cca_params import check_params
 from .errors import ScenarioError
 from .scenario import HEADER_BYTES, Cca, LossModel, Scenario, known_algorithms
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
@@ -118,7 +119,8 @@ def _cca(group_index: int, cca: str | Cca) -> tuple[str, dict[str, float]]:
         if key not in algorithms[name]:
             allowed = f"allowed: {', '.join(algorithms[name])}" if algorithms[name] else f"{name} takes no parameters"
             raise ScenarioError(f"{field}.{key}", value, f"unknown parameter of {name!r}", allowed)
-    return name, {key: float(value) for key, value in sorted(params.items())}
+    checked = check_params(name, params, field)
+    return name, {key: checked[key] for key in sorted(checked)}
 
 
 def resolve(scenario: Scenario) -> dict[str, Any]:

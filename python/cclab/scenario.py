@@ -373,6 +373,9 @@ class Cca(_Model):
             if not isinstance(number, (int, float)) or not math.isfinite(number):
                 raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
                                     "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
+            if isinstance(number, int) and abs(number) > 2**53:
+                raise ScenarioError(str(key), number, f"{show_value(number)} is too large to be represented exactly",
+                                    "algorithm parameters are numbers within their range (see cclab.cca_params)")
         return {"name": data["name"], "params": {str(key): float(number) for key, number in params.items()}}
 
     @field_validator("name", mode="before")
@@ -383,11 +386,14 @@ class Cca(_Model):
 
     @model_validator(mode="after")
     def _params(self) -> Cca:
+        from .cca_params import check_params
+
         allowed = known_algorithms()[self.name]
         listing = f"allowed: {', '.join(allowed)}" if allowed else f"{self.name} takes no parameters"
         for key, value in self.params.items():
             if key not in allowed:
                 raise ScenarioError(key, value, f"unknown parameter of {self.name!r}", listing)
+        check_params(self.name, self.params)  # each value in its range (cclab.cca_params), and the rules between them
         return self
 
 
