@@ -55,7 +55,9 @@ def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str,
         sc = scenario_from_dict(dict(scenario), base_dir=Path.cwd())
     elif isinstance(scenario, (str, Path)):
         sc = load_scenario(scenario)
-        text = Path(scenario).read_text(encoding="utf-8")
+        from cclab.scenario import read_text_file
+
+        text = read_text_file(Path(scenario))
     else:
         raise TypeError(f"scenario must be a path, a cclab.Scenario or a dict, not {type(scenario).__name__}")
     if seed is not None and seed != sc.seed:

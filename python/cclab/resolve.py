@@ -148,6 +148,18 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         raise ScenarioError("measure.from", scenario.measure.from_,
                             f"{scenario.measure.from_!r} is not before the end of the window ({shown_to!r})",
                             "expected measure.from < measure.to (default: the duration)")
+    # Samples are taken at k · sample_interval (k = 1 … ⌊duration / sample_interval⌋); the window
+    # (from, to] must hold at least one, or every summary over it would be empty (goodput 0).
+    first_k, last_k = measure_from // sample + 1, min(duration // sample, measure_to // sample)
+    if first_k > last_k:
+        shown_to = scenario.measure.to if scenario.measure.to is not None else scenario.duration
+        near = [fmt_d(k * sample) for k in (first_k - 1, first_k) if 1 <= k <= duration // sample]
+        raise ScenarioError("measure", {"from": scenario.measure.from_, "to": shown_to},
+                            f"the window from {scenario.measure.from_!r} to {shown_to!r} holds no sample "
+                            f"(samples every {scenario.sample_interval!r}"
+                            + (f", nearest at {' and '.join(near)})" if near else ")"),
+                            "expected a window (measure.from, measure.to] that contains at least one sample time "
+                            "k × sample_interval ≤ duration: widen the window or shorten sample_interval")
 
     mss = scenario.mss
     packet = mss + HEADER_BYTES
