@@ -1,6 +1,7 @@
 """The ``cclab`` command line (typer + rich).
 
     cclab run FILE [--out DIR] [--backend sim|kernel] [--seed N] [--svg] [--no-plot] [--overwrite]
+              [--dry-run] [--allow-large]
     cclab validate-scenario FILE
     cclab bench [--quick] [--only NAME] [--json FILE]
     cclab version
@@ -179,16 +180,23 @@ def run_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     svg: bool = typer.Option(False, "--svg", help="Also write the figure as SVG."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the figure."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing record in the output directory."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace an existing record in the output directory (only one cclab wrote)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated events, memory and record size; run nothing."),
+    allow_large: bool = typer.Option(False, "--allow-large",
+                                     help="Run even if the estimate exceeds the limits (docs/record.md)."),
 ) -> None:
     """Run one scenario: write its record and figure, print per-flow and aggregate metrics."""
     from cclab import api
 
+    if dry_run:
+        _dry_run(file, backend, seed, allow_large)
+        return
     with user_errors():
         formats = ("png", "svg") if svg else ("png",)
         with err_console.status(f"running {safe(file)} on {safe(backend)}…"):
             result = api.run(file, out=out, backend=backend, seed=seed, plot=not no_plot, formats=formats,
-                             overwrite=overwrite)  # fmt: skip
+                             overwrite=overwrite, allow_large=allow_large)  # fmt: skip
     meta = result.meta
     console.print(
         f"[bold]{safe(result.name)}[/bold]  backend {safe(meta.get('backend'))}, engine {safe(meta.get('engine_version'))}, "
@@ -202,6 +210,21 @@ def run_cmd(
     console.print(f"record: {safe(result.path)}", soft_wrap=True)
     for fig in result.figures:
         console.print(f"figure: {safe(fig)}", soft_wrap=True)
+
+
+def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool) -> None:
+    from cclab import api, limits
+
+    with user_errors():
+        _sc, _text, ir = api.prepare(file, seed)
+        est = limits.estimate(ir)
+    console.print(f"{safe(file)}: {safe(ir['name'])}", soft_wrap=True)
+    console.print(f"  estimate: {est.summary()}", soft_wrap=True)
+    console.print("  limits: " + ", ".join(f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
+                                          for k, v in limits.LIMITS.items()), soft_wrap=True)  # fmt: skip
+    with user_errors():
+        limits.check(ir, backend=backend, allow_large=allow_large)
+    console.print("  within the limits" if not est.over(backend) else "  above the limits (allowed by --allow-large)")
 
 
 # --------------------------------------------------------------------------
@@ -255,6 +278,12 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
         f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
         f"aqm {link['aqm']}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
     )
+    from cclab import limits
+
+    est = limits.estimate(ir)
+    over = est.over()
+    console.print(f"  estimate: {est.summary()}" + (" [bold yellow](above the limits: cclab run refuses it without "
+                                                      "--allow-large)[/bold yellow]" if over else ""), soft_wrap=True)
     t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
     for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes"):
         t.add_column(col)

@@ -35,13 +35,41 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (SweepError, ScenarioError, RecordError, StoreBusyError)
 
 
-def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True) -> int:
+def dry_run_command(sweep, backend: str, jobs, allow_large: bool) -> int:
+    """Plan a sweep (every point validated) and print the runs' estimated resources; runs nothing."""
+    import multiprocessing
+
+    from cclab import limits
+    from cclab.runner import plan
+
+    try:
+        tasks = plan(sweep, backend, allow_large=allow_large)
+    except _user_errors() as e:
+        raise _fail(str(e)) from None
+    ests = [limits.estimate(t.ir) for t in tasks]
+    workers = 1 if backend == "kernel" else max(1, min(jobs or multiprocessing.cpu_count(), len(ests)))
+    events = sum(e.events for e in ests)
+    peak = max(e.memory_bytes for e in ests)
+    typer.echo(f"{sweep.n_points} points, {len(tasks)} runs")
+    typer.echo(f"  estimate: ~{events:.3g} simulator events in all (~{limits.format_duration(events / limits.EVENTS_PER_S / workers)} "
+               f"with {workers} worker(s)); memory ~{limits.format_bytes(peak)} per run at most "
+               f"(~{limits.format_bytes(peak * workers)} with {workers} at once); "
+               f"records ~{limits.format_bytes(sum(e.record_bytes for e in ests))} in all")
+    over = sum(1 for e in ests if e.over(backend))
+    typer.echo("  every run is within the limits" if not over else
+               f"  {over} run(s) above the limits (allowed by --allow-large)")
+    return 0
+
+
+def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True,
+                      allow_large: bool = False) -> int:  # fmt: skip
     """Run a loaded sweep and print its outcome; returns the exit code."""
     from cclab.runner import run_sweep
     from cclab.store import SweepStore
 
     try:
-        outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+        outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress,
+                            allow_large=allow_large)  # fmt: skip
     except _user_errors() as e:
         raise _fail(str(e)) from None
     except KeyboardInterrupt:
@@ -77,6 +105,10 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
         quick: bool = typer.Option(False, "--quick", help="Apply the file's [quick] overrides."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Validate every point and print the estimated "
+                                     "events, memory and record size; run nothing."),
+        allow_large: bool = typer.Option(False, "--allow-large",
+                                         help="Run even runs whose estimate exceeds the limits (docs/record.md)."),
     ) -> None:
         """Run every point x trial of a sweep; rerun to resume (complete runs are skipped)."""
         from cclab.sweep import load_sweep
@@ -89,8 +121,11 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(e)) from None
         if quick:
             sw = sw.quick_variant()
+        if dry_run:
+            raise typer.Exit(dry_run_command(sw, backend, jobs, allow_large))
         out = out or Path("sweeps") / file.stem
-        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress))
+        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress,
+                                           allow_large=allow_large))
 
     @app.command("table")
     def table_cmd(

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from cclab import record
+from cclab.errors import printable
 from cclab.fsutil import atomic_file
 from cclab.record import RecordError, Run
 
@@ -185,7 +186,8 @@ def plot_comparison(c: Comparison, path: str | Path, formats: tuple[str, ...] = 
     axes[0].legend(fontsize=7, ncol=2, loc="best")
     axes[-2].legend(fontsize=7, loc="best")
     axes[-1].set_xlabel("time (s)")
-    fig.suptitle(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed)", fontsize=10, parse_math=False)
+    fig.suptitle(printable(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed)"), fontsize=10,
+                 parse_math=False)
     fig.tight_layout()
     files = []
     for fmt in formats:

@@ -50,6 +50,8 @@ class Task:
     run_id: str
     scenario: dict[str, Any]
     points: list[Point]
+    allow_large: bool = False
+    ir: dict[str, Any] | None = None  # the resolved IR (for estimates; not sent to workers)
 
 
 @dataclass
@@ -71,19 +73,33 @@ class SweepOutcome:
         return not self.failures
 
 
-def plan(sweep: Sweep, backend: str = "sim") -> list[Task]:
-    """Expand, validate and resolve every point; group points by run id."""
+def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[Task]:
+    """Expand, validate and resolve every point; group points by run id.
+
+    Every run's resources are estimated (:mod:`cclab.limits`); one above the
+    limits is a :class:`SweepError` naming the point, unless ``allow_large``.
+    """
+    from cclab import limits
+    from cclab.errors import ScenarioError
+    from cclab.sweep import SweepError, describe
+
+    where = f"{sweep.source}: " if sweep.source else ""
     tasks: dict[str, Task] = {}
     for p, ir in validate(sweep):
+        try:
+            limits.check(ir, backend=backend, allow_large=allow_large)
+        except ScenarioError as e:
+            raise SweepError(f"{where}point {describe(p.params)}: {e}") from None
         rid = run_id(ir, backend)
         if rid in tasks:
             tasks[rid].points.append(p)
         else:
-            tasks[rid] = Task(rid, p.scenario, [p])
+            tasks[rid] = Task(rid, p.scenario, [p], ir=ir)
     return list(tasks.values())
 
 
-def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str) -> dict[str, Any]:
+def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str,
+                allow_large: bool = False) -> dict[str, Any]:  # fmt: skip
     """Worker entry point: build the scenario and write its record to `run_dir`.
 
     Returns {"ok": bool, "error": str | None, "wall_s": float}; an exception
@@ -94,7 +110,8 @@ def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: 
         from cclab.api import run_to_dir
         from cclab.scenario import scenario_from_dict
 
-        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend)
+        kwargs = {"allow_large": True} if allow_large else {}
+        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend, **kwargs)
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep
         tb = traceback.format_exc(limit=8)
@@ -109,6 +126,7 @@ def run_sweep(
     scheduler: Any = None,
     backend: str = "sim",
     progress: bool = True,
+    allow_large: bool = False,
 ) -> SweepOutcome:
     """Run every point of `sweep` into `out_dir`, skipping intact complete records.
 
@@ -117,7 +135,9 @@ def run_sweep(
     """
     t0 = time.monotonic()
     store = SweepStore(out_dir)
-    tasks = plan(sweep, backend)
+    tasks = plan(sweep, backend, allow_large=allow_large)
+    for t in tasks:
+        t.allow_large = allow_large
     with store.lock():
         return _run_locked(sweep, store, tasks, t0, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
 
@@ -188,7 +208,7 @@ def _run_todo(todo: list[Task], sweep: Sweep, store: SweepStore, outcome: SweepO
 
 
 def _args(task: Task, sweep: Sweep, store: SweepStore, backend: str) -> tuple:
-    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend)
+    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend, task.allow_large)
 
 
 def _die_with_parent() -> None:
