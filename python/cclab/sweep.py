@@ -371,6 +371,9 @@ def expand(sweep: Sweep) -> list[Point]:
             params[name] = values[combo[-1]]
         scenario = apply_params(sweep.base, params)
         base_seed = scenario.get("seed", DEFAULT_SEED)
+        if isinstance(base_seed, bool) or not isinstance(base_seed, int):
+            raise SweepError(f"point {describe(params)}: seed = {_show(base_seed)} is not an integer; expected an "
+                             "integer from 0 to 2^64 − 1 (trial i runs with seed + i)")
         for trial in range(sweep.trials):
             s = copy.deepcopy(scenario) if trial < sweep.trials - 1 else scenario
             seed = trial_seed(base_seed, trial)
