@@ -254,6 +254,8 @@ def test_a_trace_that_is_a_device_a_directory_or_an_impossible_name(tmp_path):
         ("[link]\nloss = 0.1000000000000000000000000001", "cannot be represented exactly (it would be rounded to 0.1)"),
         ('[link]\nloss = "0.1000000000000000000000000001%"', "cannot be represented exactly"),
         ("[link]\nloss = 1e400", "is too large"),
+        ("[link]\nloss = " + "7" * 400, "is out of range"),  # found by tests/test_fuzz.py: an OverflowError traceback
+        ('[[flows]]\ncca = { name = "cubic", beta = ' + "7" * 400 + ' }\nrtt = "20ms"', "too large to be represented"),
         ("seed = " + "9" * 5000, "a number cannot be read"),
         ('duration = "1e-99999999s"', "more digits than cclab reads"),
     ],

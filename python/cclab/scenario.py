@@ -364,12 +364,12 @@ class Cca(_Model):
             if key not in ("name", "params"):
                 params[key] = value
         for key, number in params.items():
-            if not isinstance(number, (int, float)) or not math.isfinite(number):
-                raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
-                                    "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
             if isinstance(number, int) and abs(number) > 2**53:
                 raise ScenarioError(str(key), number, f"{show_value(number)} is too large to be represented exactly",
                                     "algorithm parameters are numbers within their range (see cclab.cca_params)")
+            if not isinstance(number, (int, float)) or not math.isfinite(number):
+                raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
+                                    "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
         return {"name": data["name"], "params": {str(key): float(number) for key, number in params.items()}}
 
     @field_validator("name", mode="before")

@@ -208,6 +208,8 @@ def parse_probability(value: Any, field: str = "p", *, upper: float = 1.0, upper
         if exact != 0 and Decimal(repr(number)) != exact:
             raise ScenarioError(field, value, f"{show_value(value)} cannot be represented exactly "
                                 f"(it would be rounded to {number!r})", allowed)
+    elif isinstance(value, int) and abs(value) > 2**53:
+        raise ScenarioError(field, value, f"{show_value(value)} is out of range", allowed)
     elif isinstance(value, (int, float)):
         number = float(value)
     else:
