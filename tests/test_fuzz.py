@@ -55,6 +55,9 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, derando
 
 runner = CliRunner()
 
+#: The whole generator's time limit grows with the budget (about 60 ms an example at most, on average).
+TIMEOUT = pytest.mark.timeout(max(600, int(EXAMPLES * 0.25)))
+
 BASE_SCENARIOS: list[dict[str, Any]] = [
     {"name": "fuzz", "duration": "2s", "seed": 1, "sample_interval": "100ms", "measure": {"from": "500ms"},
      "link": {"rate": "20Mbps", "delay": "0ms", "buffer": "1bdp", "loss": 0.0, "aqm": "droptail"},
@@ -214,6 +217,7 @@ def scenario_example(workdir: Path, text: str | bytes, trace: bytes | None = Non
     assert time.monotonic() - t0 < PER_EXAMPLE_S, f"one example took {time.monotonic() - t0:.1f} s"
 
 
+@TIMEOUT
 @seed(SEED)
 @SETTINGS
 @given(data=st.data())
@@ -237,6 +241,7 @@ EDIT_TEXT = st.one_of(st.sampled_from(["[", "]", "{", "}", '"', "'", "=", "\n", 
                       st.text(max_size=10))  # fmt: skip
 
 
+@TIMEOUT
 @seed(SEED)
 @SETTINGS
 @given(data=st.data())
@@ -274,6 +279,7 @@ AXIS_PATHS = st.one_of(
 )  # fmt: skip
 
 
+@TIMEOUT
 @seed(SEED)
 @SETTINGS
 @given(data=st.data())
