@@ -26,7 +26,7 @@ def parts(raw_ir):
 
 def test_round_trip(tmp_path, parts):
     out = record.write_run(tmp_path / "run", **parts)
-    assert sorted(p.name for p in out.iterdir()) == sorted(record.FILES)
+    assert sorted(p.name for p in out.iterdir()) == sorted([*record.FILES, record.MANIFEST])
     assert record.is_complete(out)
     run = record.read_run(out)
     pd.testing.assert_frame_equal(run.flows, parts["flows"], check_dtype=False)

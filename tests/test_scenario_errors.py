@@ -363,7 +363,7 @@ def trace_scenario(trace: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
-        ("0\n1\nabc\n", "line 3: 'abc' is not a non-negative integer number of ms"),
+        ("0\n1\nabc\n", "line 3 is not a non-negative integer number of ms (it holds characters other than digits"),
         ("0\n1\n1.5\n", "line 3: '1.5' is not a non-negative integer"),
         ("0\n5\n3\n10\n", "line 3: 3 is smaller than the previous timestamp 5"),
         ("", "the file is empty"),

@@ -55,7 +55,9 @@ def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str,
         sc = scenario_from_dict(dict(scenario), base_dir=Path.cwd())
     elif isinstance(scenario, (str, Path)):
         sc = load_scenario(scenario)
-        text = Path(scenario).read_text(encoding="utf-8")
+        from cclab.scenario import read_text_file
+
+        text = read_text_file(Path(scenario))
     else:
         raise TypeError(f"scenario must be a path, a cclab.Scenario or a dict, not {type(scenario).__name__}")
     if seed is not None and seed != sc.seed:
@@ -85,20 +87,26 @@ def run(
     plot: bool = True,
     formats: Iterable[str] = ("png",),
     overwrite: bool = False,
+    allow_large: bool = False,
 ) -> Run:
     """Run a scenario and write its record; returns the :class:`~cclab.record.Run`.
 
     ``scenario``: a path to a TOML file, a :class:`cclab.scenario.Scenario` or a
     TOML-shaped dict. ``out``: the record directory (default
     :func:`default_run_dir`); an existing complete record there is an error
-    unless ``overwrite``. ``seed`` overrides the scenario's seed. ``plot``
-    draws ``timeseries.<fmt>`` for each of ``formats`` into the record.
+    unless ``overwrite`` (and even then, a directory cclab did not write is
+    never replaced). ``seed`` overrides the scenario's seed. ``plot`` draws
+    ``timeseries.<fmt>`` for each of ``formats`` into the record. A run whose
+    estimated memory, events or record size exceeds :data:`cclab.limits.LIMITS`
+    is refused before it starts unless ``allow_large``.
     """
+    from cclab import limits
     from cclab.resolve import ir_hash
 
     _sc, toml_text, ir = prepare(scenario, seed)
     out_dir = Path(out) if out is not None else default_run_dir(ir, backend)
     record.check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
+    limits.check(ir, backend=backend, allow_large=allow_large, override="--allow-large (Python: allow_large=True)")
     engine = get_backend(backend)
     started = _dt.datetime.now(_dt.timezone.utc)
     t0 = time.perf_counter()
@@ -134,13 +142,14 @@ def run(
 
 
 def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed: int | None = None,
-               overwrite: bool = False, plot: bool = False) -> Path:  # fmt: skip
+               overwrite: bool = False, plot: bool = False, allow_large: bool = False) -> Path:  # fmt: skip
     """Run ``scenario`` and write a complete record to ``out_dir`` (for sweeps); returns its path.
 
     No figure unless ``plot``. Raises :class:`cclab.record.RecordExistsError`
     if ``out_dir`` already holds a complete record and ``overwrite`` is false.
     """
-    return run(scenario, out=out_dir, backend=backend, seed=seed, plot=plot, overwrite=overwrite).path  # type: ignore[return-value]
+    return run(scenario, out=out_dir, backend=backend, seed=seed, plot=plot, overwrite=overwrite,  # type: ignore[return-value]
+               allow_large=allow_large).path
 
 
 def load(run_dir: str | Path) -> Run:

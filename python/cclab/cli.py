@@ -1,6 +1,7 @@
 """The ``cclab`` command line (typer + rich).
 
     cclab run FILE [--out DIR] [--backend sim|kernel] [--seed N] [--svg] [--no-plot] [--overwrite]
+              [--dry-run] [--allow-large]
     cclab validate-scenario FILE
     cclab bench [--quick] [--only NAME] [--json FILE]
     cclab version
@@ -38,7 +39,7 @@ from cclab.backends import BackendError
 from cclab.errors import ScenarioError
 from cclab.record import RecordError
 
-__all__ = ["app", "console", "err_console", "fail", "user_errors"]
+__all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -54,9 +55,19 @@ def fail(message: str, code: int = 2) -> None:
 
 
 def _one_line(message: str) -> str:
+    from cclab.errors import clip
+
+    return safe(clip(" ".join(str(message).split()), 2000))
+
+
+def safe(text: Any) -> str:
+    """A user-given string (scenario name, path, error text) ready for rich: markup such as ``[/]``
+    and terminal control characters (escape sequences, carriage returns) are escaped."""
     from rich.markup import escape
 
-    return escape(" ".join(str(message).split()))
+    from cclab.errors import printable
+
+    return escape(printable(str(text)))
 
 
 @contextlib.contextmanager
@@ -171,29 +182,51 @@ def run_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     svg: bool = typer.Option(False, "--svg", help="Also write the figure as SVG."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the figure."),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing record in the output directory."),
+    overwrite: bool = typer.Option(False, "--overwrite",
+                                   help="Replace an existing record in the output directory (only one cclab wrote)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated events, memory and record size; run nothing."),
+    allow_large: bool = typer.Option(False, "--allow-large",
+                                     help="Run even if the estimate exceeds the limits (docs/record.md)."),
 ) -> None:
     """Run one scenario: write its record and figure, print per-flow and aggregate metrics."""
     from cclab import api
 
+    if dry_run:
+        _dry_run(file, backend, seed, allow_large)
+        return
     with user_errors():
         formats = ("png", "svg") if svg else ("png",)
-        with err_console.status(f"running {file} on {backend}…"):
+        with err_console.status(f"running {safe(file)} on {safe(backend)}…"):
             result = api.run(file, out=out, backend=backend, seed=seed, plot=not no_plot, formats=formats,
-                             overwrite=overwrite)  # fmt: skip
+                             overwrite=overwrite, allow_large=allow_large)  # fmt: skip
     meta = result.meta
     console.print(
-        f"[bold]{result.name}[/bold]  backend {meta.get('backend')}, engine {meta.get('engine_version')}, "
-        f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall"
+        f"[bold]{safe(result.name)}[/bold]  backend {safe(meta.get('backend'))}, engine {safe(meta.get('engine_version'))}, "
+        f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall", soft_wrap=True
     )
     console.print(flows_table(result.summary))
     console.print(aggregate_table(result.summary))
     if not meta.get("valid", True):
-        reasons = "; ".join(meta.get("invalid_reasons") or []) or "no reason given"
+        reasons = safe("; ".join(meta.get("invalid_reasons") or []) or "no reason given")
         err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)
-    console.print(f"record: {result.path}", soft_wrap=True)
+    console.print(f"record: {safe(result.path)}", soft_wrap=True)
     for fig in result.figures:
-        console.print(f"figure: {fig}", soft_wrap=True)
+        console.print(f"figure: {safe(fig)}", soft_wrap=True)
+
+
+def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool) -> None:
+    from cclab import api, limits
+
+    with user_errors():
+        _sc, _text, ir = api.prepare(file, seed)
+        est = limits.estimate(ir)
+    console.print(f"{safe(file)}: {safe(ir['name'])}", soft_wrap=True)
+    console.print(f"  estimate: {est.summary()}", soft_wrap=True)
+    console.print("  limits: " + ", ".join(f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
+                                          for k, v in limits.LIMITS.items()), soft_wrap=True)  # fmt: skip
+    with user_errors():
+        limits.check(ir, backend=backend, allow_large=allow_large)
+    console.print("  within the limits" if not est.over(backend) else "  above the limits (allowed by --allow-large)")
 
 
 # --------------------------------------------------------------------------
@@ -249,7 +282,7 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     link = ir["link"]
     cap = link["capacity"]
     rate = cap.get("rate_bps")
-    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {Path(cap.get('path', '')).name}"
+    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {safe(Path(cap.get('path', '')).name)}"
     buf = link["buffer"]
     min_rtt = min(f["rtt_ns"] for f in ir["flows"])
     buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
@@ -257,7 +290,8 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     if buf.get("bytes") and rate:
         buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
     m = ir["measure"]
-    console.print(f"[green]ok[/green] {file}: [bold]{ir['name']}[/bold] (IR hash {ir_hash(ir)[:8]})", soft_wrap=True)
+    console.print(f"[green]ok[/green] {safe(file)}: [bold]{safe(ir['name'])}[/bold] (IR hash {ir_hash(ir)[:8]})",
+                  soft_wrap=True)
     console.print(
         f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
         f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}"
@@ -268,6 +302,12 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
         f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
         f"qdisc {_qdisc_text(link)}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
     )
+    from cclab import limits
+
+    est = limits.estimate(ir)
+    over = est.over()
+    console.print(f"  estimate: {est.summary()}" + (" [bold yellow](above the limits: cclab run refuses it without "
+                                                      "--allow-large)[/bold yellow]" if over else ""), soft_wrap=True)
     t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
     for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes"):
         t.add_column(col)

@@ -14,41 +14,82 @@ from typing import Optional
 import typer
 
 
+def _safe(text) -> str:
+    """User-given text (names, paths, error messages) on one line, control characters escaped, bounded."""
+    from cclab.errors import clip, printable
+
+    return clip(printable(" ".join(str(text).split())), 2000)
+
+
 def _fail(msg: str, code: int = 2) -> "typer.Exit":
-    typer.secho(f"error: {msg}", fg="red", err=True)
+    typer.secho(f"error: {_safe(msg)}", fg="red", err=True)
     return typer.Exit(code)
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from cclab.errors import ScenarioError
+    from cclab.record import RecordError
+    from cclab.store import StoreBusyError
     from cclab.sweep import SweepError
 
-    errs: list[type[BaseException]] = [SweepError]
-    try:
-        from cclab.errors import ScenarioError
-
-        errs.append(ScenarioError)
-    except ImportError:  # pragma: no cover
-        pass
-    return tuple(errs)
+    return (SweepError, ScenarioError, RecordError, StoreBusyError)
 
 
-def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True) -> int:
-    """Run a loaded sweep and print its outcome; returns the exit code."""
-    from cclab.runner import run_sweep
+def dry_run_command(sweep, backend: str, jobs, allow_large: bool) -> int:
+    """Plan a sweep (every point validated) and print the runs' estimated resources; runs nothing."""
+    import multiprocessing
+
+    from cclab import limits
+    from cclab.runner import plan
 
     try:
-        outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+        tasks = plan(sweep, backend, allow_large=allow_large)
     except _user_errors() as e:
         raise _fail(str(e)) from None
+    ests = [limits.estimate(t.ir) for t in tasks]
+    workers = 1 if backend == "kernel" else max(1, min(jobs or multiprocessing.cpu_count(), len(ests)))
+    events = sum(e.events for e in ests)
+    peak = max(e.memory_bytes for e in ests)
+    typer.echo(f"{sweep.n_points} points, {len(tasks)} runs")
+    typer.echo(f"  estimate: ~{events:.3g} simulator events in all (~{limits.format_duration(events / limits.EVENTS_PER_S / workers)} "
+               f"with {workers} worker(s)); memory ~{limits.format_bytes(peak)} per run at most "
+               f"(~{limits.format_bytes(peak * workers)} with {workers} at once); "
+               f"records ~{limits.format_bytes(sum(e.record_bytes for e in ests))} in all")
+    over = sum(1 for e in ests if e.over(backend))
+    typer.echo("  every run is within the limits" if not over else
+               f"  {over} run(s) above the limits (allowed by --allow-large)")
+    return 0
+
+
+def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True,
+                      allow_large: bool = False) -> int:  # fmt: skip
+    """Run a loaded sweep and print its outcome; returns the exit code."""
+    from cclab.runner import run_sweep
+    from cclab.store import SweepStore
+
+    try:
+        outcome = run_sweep(sweep, out, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress,
+                            allow_large=allow_large)  # fmt: skip
+    except _user_errors() as e:
+        raise _fail(str(e)) from None
+    except KeyboardInterrupt:
+        done = len(SweepStore(out).complete_ids())
+        typer.secho(f"interrupted: {done} complete record(s) kept in {_safe(out)}; "
+                    "rerun the same command to resume", fg="yellow", err=True)
+        raise typer.Exit(130) from None
+    for rid, problem, moved in outcome.corrupt:
+        typer.secho(f"  run {rid}: {_safe(problem)}; moved to {_safe(moved)}, running it again",
+                    fg="yellow", err=True)
     typer.echo(
         f"{outcome.total_points} points, {outcome.total_runs} runs: {outcome.skipped} already complete, "
-        f"{outcome.done} done now, {len(outcome.failures)} failed ({outcome.wall_s:.1f} s) -> {outcome.out_dir}"
+        f"{outcome.done} done now, {len(outcome.failures)} failed ({outcome.wall_s:.1f} s) -> {_safe(outcome.out_dir)}"
     )
     for f in outcome.failures:
         first = (f["error"] or "").strip().splitlines()
-        typer.secho(f"  failed {f['run_id']}: {first[0] if first else '?'}", fg="red", err=True)
+        typer.secho(f"  failed {f['run_id']}: {_safe(first[0]) if first else '?'}", fg="red", err=True)
     if outcome.failures:
-        typer.echo(f"  details: {outcome.out_dir / 'failures.json'}; rerun the same command to retry them", err=True)
+        typer.echo(f"  details: {_safe(outcome.out_dir / 'failures.json')}; rerun the same command to retry them",
+                   err=True)
     return 1 if outcome.failures else 0
 
 
@@ -64,6 +105,10 @@ def register(app: typer.Typer) -> None:
         backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
         quick: bool = typer.Option(False, "--quick", help="Apply the file's [quick] overrides."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
+        dry_run: bool = typer.Option(False, "--dry-run", help="Validate every point and print the estimated "
+                                     "events, memory and record size; run nothing."),
+        allow_large: bool = typer.Option(False, "--allow-large",
+                                         help="Run even runs whose estimate exceeds the limits (docs/record.md)."),
     ) -> None:
         """Run every point x trial of a sweep; rerun to resume (complete runs are skipped)."""
         from cclab.sweep import load_sweep
@@ -76,8 +121,11 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(e)) from None
         if quick:
             sw = sw.quick_variant()
+        if dry_run:
+            raise typer.Exit(dry_run_command(sw, backend, jobs, allow_large))
         out = out or Path("sweeps") / file.stem
-        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress))
+        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress,
+                                           allow_large=allow_large))
 
     @app.command("table")
     def table_cmd(
@@ -93,7 +141,13 @@ def register(app: typer.Typer) -> None:
 
         if not (sweep_dir / POINTS).exists():
             raise _fail(f"{sweep_dir}: not a sweep directory (no {POINTS}); run `cclab sweep` first")
-        df = read_results(sweep_dir)
+        try:
+            df = read_results(sweep_dir)
+        except _user_errors() as e:
+            raise _fail(str(e)) from None
+        for rid in df.attrs.get("corrupt", []):
+            typer.secho(f"warning: run {rid} left out: its record does not match its manifest (corrupt); "
+                        "rerun the sweep to redo it", fg="yellow", err=True)
         if df.empty:
             raise _fail(f"{sweep_dir}: no complete runs yet", code=1)
         print_results(df, metric, grouped=not all_trials, csv=csv)

@@ -25,6 +25,8 @@ from typing import Any
 import pandas as pd
 
 from cclab import record
+from cclab.errors import printable
+from cclab.fsutil import atomic_file
 from cclab.record import RecordError, Run
 
 __all__ = ["Comparison", "compare", "compare_runs", "plot_comparison"]
@@ -146,7 +148,9 @@ def compare(a_dir: str | Path, b_dir: str | Path, out: str | Path | None = None,
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
         c.figures = plot_comparison(c, out / "compare", formats=formats)
-        (out / "compare.json").write_text(json.dumps(c.to_dict(), indent=1))
+        from cclab.fsutil import atomic_write_text
+
+        atomic_write_text(out / "compare.json", json.dumps(c.to_dict(), indent=1))
     return c
 
 
@@ -182,12 +186,14 @@ def plot_comparison(c: Comparison, path: str | Path, formats: tuple[str, ...] = 
     axes[0].legend(fontsize=7, ncol=2, loc="best")
     axes[-2].legend(fontsize=7, loc="best")
     axes[-1].set_xlabel("time (s)")
-    fig.suptitle(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed)", fontsize=10)
+    fig.suptitle(printable(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed)"), fontsize=10,
+                 parse_math=False)
     fig.tight_layout()
     files = []
     for fmt in formats:
         p = Path(f"{path}.{fmt}")
-        fig.savefig(p, dpi=110)
+        with atomic_file(p) as fh:
+            fig.savefig(fh, format=fmt, dpi=110)
         files.append(p)
     plt.close(fig)
     return files

@@ -20,17 +20,76 @@ errors one at a time is how users work through a file anyway.
 
 from __future__ import annotations
 
+import reprlib
+import unicodedata
 from typing import Any
 
-__all__ = ["ScenarioError", "from_validation_error", "join_field", "format_loc", "show_value"]
+__all__ = [
+    "MAX_FIELD",
+    "MAX_MESSAGE",
+    "ScenarioError",
+    "clip",
+    "format_loc",
+    "from_validation_error",
+    "join_field",
+    "printable",
+    "show_value",
+]
+
+#: Longest error message (characters) a user ever sees; longer ones are cut with "…".
+MAX_MESSAGE = 500
+#: Longest field path shown in a message (a user's unknown key may be megabytes long).
+MAX_FIELD = 80
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3  # deeply nested values are shown as [[[...]]], never recursed into
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxlong = 40
+
+
+def printable(text: str) -> str:
+    """``text`` with every control or format character escaped (``\\x1b``, ``\\u202e``).
+
+    Terminal escape sequences, carriage returns and bidirectional overrides in
+    a user's scenario name or path can rewrite what a terminal shows; printed
+    through this they are inert. Ordinary letters (also non-ASCII) are kept.
+    """
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif unicodedata.category(ch) == "Zs":  # other spaces (no-break, …): show as a space
+            out.append(" ")
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` cut to at most ``limit`` characters (ending in "…" when cut)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def show_value(value: Any, limit: int = 60) -> str:
-    """``repr`` of a user-given value, on one line and at most ``limit`` characters."""
-    text = repr(value).replace("\n", "\\n").replace("\r", "\\r")
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
+    """``repr`` of a user-given value: one line, control characters escaped, at most ``limit`` characters.
+
+    Safe on anything a TOML file or a Python caller can produce: deeply nested
+    lists are abbreviated (never recursed into), huge numbers and strings cut.
+    """
+    try:
+        if isinstance(value, str):
+            text = repr(value[: limit + 1])
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+            text = f"an integer of {len(str(abs(value))) if abs(value) < 10**4000 else 'over 4000'} digits"
+        else:
+            text = _REPR.repr(value)
+    except Exception:  # noqa: BLE001 — a user's object with a broken __repr__
+        text = f"<{type(value).__name__}>"
+    return clip(printable(text), limit)
 
 
 def join_field(prefix: str, field: str) -> str:
@@ -86,12 +145,13 @@ class ScenarioError(ValueError):
 
     @property
     def message(self) -> str:
-        text = f"{self.field}: {self.problem}" if self.field else self.problem
+        field = clip(self.field, MAX_FIELD) if self.field else ""
+        text = f"{field}: {self.problem}" if field else self.problem
         if self.allowed:
             text += f"; {self.allowed}"
         if self.source:
-            text = f"{self.source}: {text}"
-        return " ".join(text.splitlines())
+            text = f"{clip(self.source, 2 * MAX_FIELD)}: {text}"
+        return clip(printable(" ".join(text.splitlines())))
 
     def __str__(self) -> str:
         return self.message

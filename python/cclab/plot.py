@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cclab.errors import printable
+from cclab.fsutil import atomic_file
 from cclab.metrics import measure_window_ns
 
 __all__ = ["PALETTE", "STATE_COLORS", "color_for", "figure_timeseries", "plot_run", "save_figure"]
@@ -147,7 +149,8 @@ def figure_timeseries(
     fig = Figure(figsize=(11, 2.2 * sum(ratios) / 1.9 + 1), layout="constrained")
     axes = fig.subplots(n_panels, 1, sharex=True, gridspec_kw={"height_ratios": ratios})
     ax_gp, ax_rtt, ax_cwnd, ax_q, ax_drop = axes[:5]
-    fig.suptitle(title if title is not None else f"{ir.get('name', 'run')} (seed {ir.get('seed')})")
+    fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))} (seed {ir.get('seed')})",
+                 parse_math=False)
 
     interval_s = ir.get("sample_interval_ns", 0) / 1e9
     k = int(round(goodput_mean_s / interval_s)) if goodput_mean_s and interval_s > 0 else 1
@@ -266,8 +269,8 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] = ("png",)
             raise ValueError(f"figure format {fmt!r} is not supported; expected png, svg or pdf")
         out = base.with_name(f"{base.name}.{fmt}")
         meta = {"Date": None} if fmt in ("svg", "pdf") else {}
-        with matplotlib.rc_context({"svg.hashsalt": "cclab"}):
-            fig.savefig(out, format=fmt, dpi=110, metadata=meta)
+        with matplotlib.rc_context({"svg.hashsalt": "cclab"}), atomic_file(out) as fh:
+            fig.savefig(fh, format=fmt, dpi=110, metadata=meta)
         written.append(out)
     return written
 

@@ -39,6 +39,7 @@ from typing import Any
 
 from . import qdisc as qdiscs
 from . import units
+from .cca_params import check_params
 from .errors import ScenarioError
 from .scenario import HEADER_BYTES, Cca, LossModel, Scenario, known_algorithms
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
@@ -150,7 +151,16 @@ def _cca(group_index: int, cca: str | Cca) -> tuple[str, dict[str, float]]:
         if key not in algorithms[name]:
             allowed = f"allowed: {', '.join(algorithms[name])}" if algorithms[name] else f"{name} takes no parameters"
             raise ScenarioError(f"{field}.{key}", value, f"unknown parameter of {name!r}", allowed)
-    return name, {key: float(value) for key, value in sorted(params.items())}
+    checked = check_params(name, params, field)
+    return name, {key: checked[key] for key in sorted(checked)}
+
+
+def _rate(value: str, field: str) -> int:
+    rate = units.parse_rate(value, field)
+    if rate > MAX_RATE_BPS:
+        raise ScenarioError(field, value, f"{value!r} is above the simulator's highest rate",
+                            "expected at most 1Tbps (the clock ticks in ns: a 1500-byte packet takes 12 ns at 1 Tbps)")
+    return rate
 
 
 def resolve(scenario: Scenario) -> dict[str, Any]:
@@ -178,6 +188,18 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         raise ScenarioError("measure.from", scenario.measure.from_,
                             f"{scenario.measure.from_!r} is not before the end of the window ({shown_to!r})",
                             "expected measure.from < measure.to (default: the duration)")
+    # Samples are taken at k · sample_interval (k = 1 … ⌊duration / sample_interval⌋); the window
+    # (from, to] must hold at least one, or every summary over it would be empty (goodput 0).
+    first_k, last_k = measure_from // sample + 1, min(duration // sample, measure_to // sample)
+    if first_k > last_k:
+        shown_to = scenario.measure.to if scenario.measure.to is not None else scenario.duration
+        near = [fmt_d(k * sample) for k in (first_k - 1, first_k) if 1 <= k <= duration // sample]
+        raise ScenarioError("measure", {"from": scenario.measure.from_, "to": shown_to},
+                            f"the window from {scenario.measure.from_!r} to {shown_to!r} holds no sample "
+                            f"(samples every {scenario.sample_interval!r}"
+                            + (f", nearest at {' and '.join(near)})" if near else ")"),
+                            "expected a window (measure.from, measure.to] that contains at least one sample time "
+                            "k × sample_interval ≤ duration: widen the window or shorten sample_interval")
 
     mss = scenario.mss
     packet = mss + HEADER_BYTES
@@ -201,7 +223,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         rate_words = f"the trace's mean rate {units.format_rate(float(initial_rate))}"
     else:
         assert link.rate is not None  # the Link model guarantees rate or trace
-        rate_bps = units.parse_rate(link.rate, "link.rate")
+        rate_bps = _rate(link.rate, "link.rate")
         capacity = {"kind": "constant", "rate_bps": rate_bps}
         initial_rate = Fraction(rate_bps)
         rate_words = f"link.rate {link.rate!r}"
@@ -219,7 +241,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             delays.append((f"{where}.delay", entry.delay, change_delay))
         schedule.append({
             "at_ns": at,
-            "rate_bps": None if entry.rate is None else units.parse_rate(entry.rate, f"{where}.rate"),
+            "rate_bps": None if entry.rate is None else _rate(entry.rate, f"{where}.rate"),
             "delay_ns": change_delay,
             "loss": None if entry.loss is None else _loss_ir(entry.loss, f"{where}.loss"),
         })
@@ -304,6 +326,14 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
 
     max_rate = max([float(initial_rate)] + [float(c["rate_bps"]) for c in schedule if c.get("rate_bps")])
     max_rtt = max(flow["rtt_ns"] for flow in flows)
+    host = host_ir(max_rate, max_rtt, buffer["bytes"] or 0)
+    if host["tcp_rmem"][2] > MAX_SOCKET_BUFFER:
+        raise ScenarioError("link.rate" if link.rate is not None else "link.trace", link.rate or link.trace,
+                            f"the highest rate {units.format_rate(max_rate)} with the longest RTT {fmt_d(max_rtt)} "
+                            f"needs socket buffers of {host['tcp_rmem'][2]:,} bytes (4 × BDP + buffer), "
+                            "more than the 4 GiB a socket buffer can be",
+                            "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
+                            "(e.g. at most 10 Gbps with an 800 ms RTT)")
     return {
         "ir_version": IR_VERSION,
         "name": scenario.name,
@@ -322,5 +352,12 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "qdisc": qdisc,
         },
         "flows": flows,
-        "host": host_ir(max_rate, max_rtt, buffer["bytes"] or 0),
+        "host": host,
     }
+
+
+#: Largest socket buffer (bytes): Linux's and the engine's are 32-bit (host.tcp_rmem max < 4 GiB).
+MAX_SOCKET_BUFFER = 2**32 - 1
+#: Highest link rate (bit/s): the simulator's clock ticks in ns, and at 1 Tbit/s a 1500-byte
+#: packet takes 12 ns; beyond it serialization times lose their precision.
+MAX_RATE_BPS = 10**12

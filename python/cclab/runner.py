@@ -18,12 +18,20 @@ clusters). Kernel-backend runs request the worker resource
 
 A failed run never stops the sweep: its error text goes to failures.json and
 the run is retried by the next invocation.
+
+One sweep per directory at a time (`SweepStore.lock`). Ctrl-C (SIGINT, also
+sent to the workers by the terminal) stops a local sweep within a second or
+two: workers ignore SIGINT and are terminated by the sweep process, queued
+runs are cancelled, the workers' temporary record directories are removed,
+and `KeyboardInterrupt` propagates (the CLI exits 130). Only complete records
+remain; rerunning the command resumes.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import signal
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -42,6 +50,8 @@ class Task:
     run_id: str
     scenario: dict[str, Any]
     points: list[Point]
+    allow_large: bool = False
+    ir: dict[str, Any] | None = None  # the resolved IR (for estimates; not sent to workers)
 
 
 @dataclass
@@ -53,25 +63,43 @@ class SweepOutcome:
     done: int  # runs completed by this invocation
     failures: list[dict[str, Any]] = field(default_factory=list)
     wall_s: float = 0.0
+    #: complete records whose files did not match their manifest: (run id, problem, where they were moved)
+    corrupt: list[tuple[str, str, Path]] = field(default_factory=list)
+    #: cclab's own left-overs removed before running (temporary and incomplete record directories)
+    removed: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
 
-def plan(sweep: Sweep, backend: str = "sim") -> list[Task]:
-    """Expand, validate and resolve every point; group points by run id."""
+def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[Task]:
+    """Expand, validate and resolve every point; group points by run id.
+
+    Every run's resources are estimated (:mod:`cclab.limits`); one above the
+    limits is a :class:`SweepError` naming the point, unless ``allow_large``.
+    """
+    from cclab import limits
+    from cclab.errors import ScenarioError
+    from cclab.sweep import SweepError, describe
+
+    where = f"{sweep.source}: " if sweep.source else ""
     tasks: dict[str, Task] = {}
     for p, ir in validate(sweep):
+        try:
+            limits.check(ir, backend=backend, allow_large=allow_large)
+        except ScenarioError as e:
+            raise SweepError(f"{where}point {describe(p.params)}: {e}") from None
         rid = run_id(ir, backend)
         if rid in tasks:
             tasks[rid].points.append(p)
         else:
-            tasks[rid] = Task(rid, p.scenario, [p])
+            tasks[rid] = Task(rid, p.scenario, [p], ir=ir)
     return list(tasks.values())
 
 
-def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str) -> dict[str, Any]:
+def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str,
+                allow_large: bool = False) -> dict[str, Any]:  # fmt: skip
     """Worker entry point: build the scenario and write its record to `run_dir`.
 
     Returns {"ok": bool, "error": str | None, "wall_s": float}; an exception
@@ -82,7 +110,8 @@ def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: 
         from cclab.api import run_to_dir
         from cclab.scenario import scenario_from_dict
 
-        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend)
+        kwargs = {"allow_large": True} if allow_large else {}
+        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend, **kwargs)
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep
         tb = traceback.format_exc(limit=8)
@@ -97,13 +126,27 @@ def run_sweep(
     scheduler: Any = None,
     backend: str = "sim",
     progress: bool = True,
+    allow_large: bool = False,
 ) -> SweepOutcome:
-    """Run every point of `sweep` into `out_dir`, skipping complete records."""
+    """Run every point of `sweep` into `out_dir`, skipping intact complete records.
+
+    Raises :class:`cclab.store.StoreBusyError` if another sweep runs in
+    `out_dir`, and `KeyboardInterrupt` after a Ctrl-C has stopped the runs.
+    """
     t0 = time.monotonic()
     store = SweepStore(out_dir)
-    tasks = plan(sweep, backend)
+    tasks = plan(sweep, backend, allow_large=allow_large)
+    for t in tasks:
+        t.allow_large = allow_large
+    with store.lock():
+        return _run_locked(sweep, store, tasks, t0, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+
+
+def _run_locked(sweep: Sweep, store: SweepStore, tasks: list[Task], t0: float, *, jobs: int | None, scheduler: Any,
+                backend: str, progress: bool) -> SweepOutcome:  # fmt: skip
     store.init(sweep.text if sweep.text is not None else sweep.to_toml())
-    store.clean_partials()
+    removed = store.clean_partials()
+    corrupt = store.quarantine_corrupt()
     store.write_points(
         [
             {"point": p.index, "run_id": t.run_id, "params": p.params, "trial": p.trial, "seed": p.seed, "backend": backend}
@@ -119,7 +162,24 @@ def run_sweep(
         total_runs=len(tasks),
         skipped=len(tasks) - len(todo),
         done=0,
+        corrupt=corrupt,
+        removed=removed,
     )
+    try:
+        _run_todo(todo, sweep, store, outcome, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+    except KeyboardInterrupt:
+        store.clean_partials()  # the terminated workers' temporary directories
+        store.write_failures(outcome.failures)
+        store.build_results()
+        raise
+    store.write_failures(outcome.failures)
+    store.build_results()
+    outcome.wall_s = time.monotonic() - t0
+    return outcome
+
+
+def _run_todo(todo: list[Task], sweep: Sweep, store: SweepStore, outcome: SweepOutcome, *, jobs: int | None,
+              scheduler: Any, backend: str, progress: bool) -> None:  # fmt: skip
     if todo:
         with _Progress(len(todo), outcome.skipped, enabled=progress) as bar:
 
@@ -145,29 +205,47 @@ def run_sweep(
                 if backend == "kernel":
                     jobs = 1  # kernel runs own the machine's network stack
                 _run_local(todo, sweep, store, backend, jobs, finished)
-    store.write_failures(outcome.failures)
-    store.build_results()
-    outcome.wall_s = time.monotonic() - t0
-    return outcome
 
 
 def _args(task: Task, sweep: Sweep, store: SweepStore, backend: str) -> tuple:
-    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend)
+    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend, task.allow_large)
 
 
 def _die_with_parent() -> None:
-    """Worker initializer: a worker exits when the sweep process is killed (Linux).
+    """Worker initializer: a worker exits when the sweep process is killed (Linux), and ignores SIGINT.
 
-    Without this, `kill -9` of `cclab sweep` leaves workers finishing their
-    runs while a resumed sweep starts the same runs again.
+    Without the first, `kill -9` of `cclab sweep` leaves workers finishing
+    their runs while a resumed sweep starts the same runs again. SIGINT (a
+    terminal's Ctrl-C reaches the whole process group) is the sweep process's
+    to handle: it terminates the workers itself (see `_stop_pool`).
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         import ctypes
-        import signal
 
         ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
+    """Cancel a pool's queued runs and end its workers now (SIGTERM, then SIGKILL after 2 s).
+
+    A worker may be deep in a native engine call that no Python-level signal
+    handler interrupts, so it is terminated rather than asked; its temporary
+    record directory is removed by the caller (`SweepStore.clean_partials`).
+    """
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 2.0
+    for p in processes:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(1.0)
 
 
 def _run_local(todo, sweep, store, backend, jobs, finished) -> None:
@@ -178,7 +256,8 @@ def _run_local(todo, sweep, store, backend, jobs, finished) -> None:
         return
     ctx = multiprocessing.get_context("spawn")
     crashed: list[Task] = []
-    with cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_die_with_parent) as pool:
+    pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_die_with_parent)
+    try:
         futures = {pool.submit(execute_run, *_args(t, sweep, store, backend)): t for t in todo}
         for fut in cf.as_completed(futures):
             task = futures[fut]
@@ -186,13 +265,21 @@ def _run_local(todo, sweep, store, backend, jobs, finished) -> None:
                 finished(task, fut.result())
             except cf.process.BrokenProcessPool:
                 crashed.append(task)
+    except BaseException:  # Ctrl-C (or anything else): stop now, do not wait for the queued runs
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
     # A worker died (native crash, OOM kill): isolate each affected run.
     for task in crashed:
-        with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_die_with_parent) as pool:
-            try:
-                result = pool.submit(execute_run, *_args(task, sweep, store, backend)).result()
-            except cf.process.BrokenProcessPool:
-                result = {"ok": False, "error": "worker process died while running this scenario", "wall_s": 0.0}
+        pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_die_with_parent)
+        try:
+            result = pool.submit(execute_run, *_args(task, sweep, store, backend)).result()
+        except cf.process.BrokenProcessPool:
+            result = {"ok": False, "error": "worker process died while running this scenario", "wall_s": 0.0}
+        except BaseException:
+            _stop_pool(pool)
+            raise
+        pool.shutdown(wait=True)
         finished(task, result)
 
 

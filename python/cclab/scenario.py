@@ -45,7 +45,6 @@ engine (``cclab._native.algorithms()``).
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -54,13 +53,8 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
                       field_validator, model_validator)
 
 from . import qdisc as qdiscs
-from . import units
+from . import tomlio, units
 from .errors import ScenarioError, from_validation_error, show_value
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 __all__ = [
     "DEFAULT_MSS",
@@ -452,6 +446,9 @@ class Cca(_Model):
             if key not in ("name", "params"):
                 params[key] = value
         for key, number in params.items():
+            if isinstance(number, int) and abs(number) > 2**53:
+                raise ScenarioError(str(key), number, f"{show_value(number)} is too large to be represented exactly",
+                                    "algorithm parameters are numbers within their range (see cclab.cca_params)")
             if not isinstance(number, (int, float)) or not math.isfinite(number):
                 raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
                                     "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
@@ -465,11 +462,14 @@ class Cca(_Model):
 
     @model_validator(mode="after")
     def _params(self) -> Cca:
+        from .cca_params import check_params
+
         allowed = known_algorithms()[self.name]
         listing = f"allowed: {', '.join(allowed)}" if allowed else f"{self.name} takes no parameters"
         for key, value in self.params.items():
             if key not in allowed:
                 raise ScenarioError(key, value, f"unknown parameter of {self.name!r}", listing)
+        check_params(self.name, self.params)  # each value in its range (cclab.cca_params), and the rules between them
         return self
 
 
@@ -623,7 +623,13 @@ def scenario_from_dict(data: dict[str, Any], base_dir: Path | str | None = None)
     located and parsed here already, so a missing or malformed trace is
     reported at load time (:func:`cclab.resolve.resolve` checks again).
     """
-    scenario = Scenario.model_validate(data)
+    from .tomlio import check_depth
+
+    check_depth(data)
+    try:
+        scenario = Scenario.model_validate(data)
+    except RecursionError:  # pragma: no cover - check_depth bounds the nesting first
+        raise ScenarioError("", None, "tables or lists are nested too deeply", "expected a scenario table") from None
     scenario.base_dir = base_dir
     if scenario.link.trace is not None:
         from .traces import load_trace
@@ -632,7 +638,33 @@ def scenario_from_dict(data: dict[str, Any], base_dir: Path | str | None = None)
     return scenario
 
 
-_TOML_POSITION = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$")
+#: Largest scenario or sweep file read (bytes); real ones are a few kB.
+MAX_FILE_BYTES = 16 << 20
+
+
+def read_text_file(path: Path, kind: str = "scenario") -> str:
+    """The UTF-8 text of a scenario (or sweep) file; :class:`ScenarioError` naming the file otherwise."""
+    allowed = f"expected a path to a {kind} .toml file"
+    try:
+        exists, is_dir = path.exists(), path.is_dir()
+        if exists and not is_dir:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError(str(path), str(path), f"cannot be read ({exc.strerror})", allowed) from None
+    except ValueError:  # a NUL byte in the path
+        raise ScenarioError(repr(str(path)), str(path), "is not a usable file name (it holds a NUL byte)",
+                            allowed) from None
+    if not exists:
+        raise ScenarioError(str(path), str(path), f"no such {kind} file", allowed)
+    if is_dir:
+        raise ScenarioError(str(path), str(path), f"is a directory, not a {kind} file", allowed)
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(str(path), str(path), f"is larger than {MAX_FILE_BYTES >> 20} MiB", allowed)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(str(path), str(path), f"not UTF-8 text (byte {exc.start})", allowed) from None
 
 
 def load_scenario(path: Path | str) -> Scenario:
@@ -642,34 +674,8 @@ def load_scenario(path: Path | str) -> Scenario:
     attributed to the file.
     """
     path = Path(path)
-    allowed = "expected a path to a scenario .toml file"
-    if not path.exists():
-        raise ScenarioError(str(path), str(path), "no such scenario file", allowed)
-    if path.is_dir():
-        raise ScenarioError(str(path), str(path), "is a directory, not a scenario file", allowed)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(str(path), str(path), f"not UTF-8 text (byte {exc.start})", allowed) from None
-    except OSError as exc:
-        raise ScenarioError(str(path), str(path), f"cannot be read ({exc.strerror})", allowed) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        match = _TOML_POSITION.match(message)
-        if match:
-            line = int(match["line"])
-            lines = text.splitlines()
-            source = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-            problem = f"TOML syntax error at line {line}, column {match['col']}: {match['msg']}"
-            if source:
-                problem += f" in {show_value(source)}"
-            value: Any = source
-        else:  # pragma: no cover - tomllib always gives a position
-            problem, value = f"TOML syntax error: {message}", None
-        raise ScenarioError(str(path), value, problem,
-                            'expected TOML: key = value, strings in double quotes (e.g. rate = "80Mbps")') from None
+    text = read_text_file(path, "scenario")
+    data = tomlio.loads(text, str(path))
     data.setdefault("name", path.stem)
     try:
         return scenario_from_dict(data, path.resolve().parent)

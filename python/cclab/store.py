@@ -12,18 +12,31 @@ A run id is the content hash of (the resolved IR's hash, backend, engine
 version): the same scenario on the same engine always lands in the same
 directory, so a rerun finds what is done. Records are written by
 `cclab.api.run_to_dir` atomically (temporary directory, then rename), so a
-directory under runs/ is either complete or absent; left-over temporary
-directories and anything incomplete are removed before a sweep (re)starts.
-The results table is rebuilt from complete records only.
+directory under runs/ is either complete or absent.
+
+Before a sweep (re)starts, cclab removes only its own debris: temporary
+record directories (`<id>.tmp-…`, holding nothing but record files) and
+empty directories. A record directory that is not intact — incomplete, or
+its files no longer match its manifest (truncated, edited) — is moved to
+`corrupt/` (kept, not deleted) and run again. Anything else under runs/ (a
+`.git`, a user's notes) is left alone. The results table is rebuilt from
+intact records only.
+
+One sweep at a time per directory: `SweepStore.lock()` takes an exclusive
+`flock` on `DIR/sweep.lock`; a second sweep in the same directory is refused.
 """
 
 from __future__ import annotations
 
+import contextlib
+import datetime as _dt
+import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -34,6 +47,15 @@ POINTS = "points.json"
 FAILURES = "failures.json"
 RESULTS = "results.parquet"
 SWEEP_FILE = "sweep.toml"
+LOCK = "sweep.lock"
+CORRUPT = "corrupt"
+
+#: A record's temporary directory as `cclab.record.write_run` names it (mkdtemp: 8 random characters).
+_TEMP_DIR = re.compile(r"\.tmp-(old-)?[A-Za-z0-9_]{8}$")
+
+
+class StoreBusyError(RuntimeError):
+    """Another sweep holds the directory's lock; ``str()`` is one line for users."""
 
 
 def engine_version() -> str:
@@ -55,18 +77,10 @@ def run_id(ir: dict[str, Any], backend: str, engine: str | None = None) -> str:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `text` to `path` so that readers see the old or the new file, never half (`cclab.fsutil`)."""
+    from cclab.fsutil import atomic_write_text as write
+
+    write(path, text)
 
 
 def is_complete(run_dir: Path) -> bool:
@@ -74,6 +88,18 @@ def is_complete(run_dir: Path) -> bool:
     from cclab.record import is_complete as record_is_complete
 
     return run_dir.is_dir() and bool(record_is_complete(run_dir))
+
+
+def _only_record_files(d: Path) -> bool:
+    """True when the directory `d` holds nothing but files cclab writes into a record (or nothing)."""
+    from cclab.record import EXTRA_FILES, FILES, MANIFEST
+
+    known = {*FILES, MANIFEST, *EXTRA_FILES}
+    try:
+        with os.scandir(d) as entries:
+            return all(e.name in known and e.is_file(follow_symlinks=False) for e in entries)
+    except OSError:
+        return False
 
 
 class SweepStore:
@@ -91,20 +117,90 @@ class SweepStore:
         return is_complete(self.run_dir(rid))
 
     def clean_partials(self) -> list[str]:
-        """Remove temporary and incomplete run directories; return their names."""
-        removed = []
+        """Remove cclab's own debris under runs/ and return the names removed: temporary record
+        directories (``<id>.tmp-XXXXXXXX`` holding nothing but record files) and empty directories.
+        Anything else — a foreign file or directory, a ``.git`` — is left alone."""
+        removed: list[str] = []
         if not self.runs.is_dir():
             return removed
-        for d in self.runs.iterdir():
-            if d.name.startswith(".") or ".tmp" in d.name or not is_complete(d):
-                shutil.rmtree(d, ignore_errors=True) if d.is_dir() else d.unlink(missing_ok=True)
+        for d in sorted(self.runs.iterdir()):
+            if d.is_symlink() or not d.is_dir():
+                continue
+            temporary = _TEMP_DIR.search(d.name) is not None and _only_record_files(d)
+            if temporary or not any(d.iterdir()):
+                shutil.rmtree(d, ignore_errors=True)
                 removed.append(d.name)
         return removed
 
-    def complete_ids(self) -> set[str]:
+    def quarantine_corrupt(self) -> list[tuple[str, str, Path]]:
+        """Check every record directory under runs/ (sizes and checksums against its manifest); move
+        each one that is incomplete or corrupt to ``corrupt/<id>-<UTC time>`` so that it is run again.
+
+        Only directories holding nothing but record files are touched. Returns
+        ``(run id, what is wrong, where it went)`` for each.
+        """
+        from cclab.record import verify
+
+        moved: list[tuple[str, str, Path]] = []
+        if not self.runs.is_dir():
+            return moved
+        for d in sorted(self.runs.iterdir()):
+            if (d.is_symlink() or not d.is_dir() or d.name.startswith(".") or _TEMP_DIR.search(d.name)
+                    or not _only_record_files(d)):
+                continue
+            problem = verify(d)
+            if problem is None:
+                continue
+            stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
+            target = self.root / CORRUPT / f"{d.name}-{stamp}"
+            n = 1
+            while target.exists():
+                n += 1
+                target = self.root / CORRUPT / f"{d.name}-{stamp}-{n}"
+            target.parent.mkdir(exist_ok=True)
+            os.rename(d, target)
+            moved.append((d.name, problem, target))
+        return moved
+
+    def complete_ids(self, verify: bool = False) -> set[str]:
+        """Run ids with a complete record (``verify``: also intact, sizes and checksums checked)."""
+        from cclab.record import verify as verify_record
+
         if not self.runs.is_dir():
             return set()
-        return {d.name for d in self.runs.iterdir() if ".tmp" not in d.name and is_complete(d)}
+        return {d.name for d in self.runs.iterdir()
+                if not _TEMP_DIR.search(d.name) and is_complete(d) and (not verify or verify_record(d) is None)}
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the directory's exclusive lock (``flock`` on ``sweep.lock``) for the block.
+
+        Raises :class:`StoreBusyError` at once if another process holds it.
+        The kernel drops the lock when the holder exits, also on ``kill -9``,
+        so a crashed sweep never leaves the directory locked.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / LOCK
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise StoreBusyError(f"{path}: cannot open the sweep lock ({exc.strerror})") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+                who = f" ({holder})" if holder else ""
+                raise StoreBusyError(
+                    f"{self.root}: another cclab sweep is running in this directory{who}; "
+                    "wait for it to finish or stop it, then rerun (one sweep per directory at a time)"
+                ) from None
+            os.ftruncate(fd, 0)
+            started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+            os.pwrite(fd, f"pid {os.getpid()} on {os.uname().nodename}, since {started}\n".encode(), 0)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     # -- sweep files
     def init(self, sweep_text: str | None) -> None:
@@ -137,15 +233,29 @@ class SweepStore:
             for k in p["params"]:
                 if k not in axis_names:
                     axis_names.append(k)
+        from cclab.record import verify
+
         summaries: dict[str, dict[str, Any]] = {}
+        corrupt: list[str] = []
         rows = []
         for p in points:
             rid = p["run_id"]
+            if rid in corrupt:
+                continue
             if rid not in summaries:
                 d = self.run_dir(rid)
                 if not is_complete(d):
                     continue
-                summaries[rid] = flatten_summary(json.loads((d / "summary.json").read_text()))
+                try:
+                    if verify(d) is not None:
+                        raise ValueError("corrupt")
+                    summary = json.loads((d / "summary.json").read_text())
+                    if not isinstance(summary, dict):
+                        raise ValueError("corrupt")
+                except (OSError, ValueError):
+                    corrupt.append(rid)
+                    continue
+                summaries[rid] = flatten_summary(summary)
             row: dict[str, Any] = {"run_id": rid, "point": p["point"]}
             row.update({k: p["params"].get(k) for k in axis_names})
             row.update(trial=p["trial"], seed=p["seed"], backend=p["backend"])
@@ -157,10 +267,12 @@ class SweepStore:
         for col in axis_names:
             df[col] = _uniform_column(df[col])
         df.attrs["axes"] = axis_names
+        df.attrs["corrupt"] = corrupt  # records left out because their files do not match their manifest
         if write:
-            tmp = self.root / f".{RESULTS}.tmp"
-            df.to_parquet(tmp, index=False)
-            os.replace(tmp, self.root / RESULTS)
+            from cclab.fsutil import atomic_file
+
+            with atomic_file(self.root / RESULTS) as fh:
+                df.to_parquet(fh, index=False)
         return df
 
 

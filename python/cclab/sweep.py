@@ -38,10 +38,6 @@ from __future__ import annotations
 import copy
 import itertools
 import re
-try:  # Python ≥ 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover — Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,8 +51,32 @@ _QUICK_KEYS = {"trials", "axes", "zip", "base"}
 _SEGMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
 
 
+#: Most trials per point, and most runs (points × trials) a sweep file may expand to.
+MAX_TRIALS = 10_000
+MAX_POINTS = 1_000_000
+
+
 class SweepError(ValueError):
-    """A sweep file is malformed; the message names the file and the field."""
+    """A sweep file is malformed; the message (one line, at most 500 characters, control
+    characters escaped) names the file and the field."""
+
+    def __init__(self, message: str):
+        from cclab.errors import clip, printable
+
+        super().__init__(clip(printable(" ".join(str(message).split()))))
+
+
+def _show(value: Any, limit: int = 60) -> str:
+    from cclab.errors import show_value
+
+    return show_value(value, limit)
+
+
+def _axis(name: Any) -> str:
+    """An axis path for a message: in double quotes as in the sweep file, cut, control characters escaped."""
+    from cclab.errors import clip, printable
+
+    return f'"{clip(printable(str(name)), 60)}"'
 
 
 @dataclass(frozen=True)
@@ -156,13 +176,13 @@ def _drop_none(v: Any) -> Any:
 def parse_path(path: str) -> list[str | int]:
     """`flows[0].cca` -> ["flows", 0, "cca"]."""
     if not isinstance(path, str) or not path:
-        raise SweepError(f"axis path must be a non-empty string, got {path!r}")
+        raise SweepError(f"axis path must be a non-empty string, got {_show(path)}")
     out: list[str | int] = []
     for seg in path.split("."):
         m = _SEGMENT.match(seg)
         if not m:
             raise SweepError(
-                f"axis \"{path}\": bad path segment {seg!r} "
+                f"axis {_axis(path)}: bad path segment {_show(seg, 40)} "
                 "(expected names and [index], e.g. link.buffer or flows[0].cca)"
             )
         out.append(m.group(1))
@@ -175,7 +195,7 @@ def set_path(d: dict[str, Any], path: str, value: Any, what: str | None = None) 
 
     Missing tables on the way are created; list indices must exist.
     """
-    what = what or f"axis \"{path}\""
+    what = what or f"axis {_axis(path)}"
     keys = parse_path(path)
     cur: Any = d
     for i, key in enumerate(keys):
@@ -213,47 +233,70 @@ def _fmt(keys: list[str | int]) -> str:
 # ---------------------------------------------------------------- loading
 
 
+def _read_toml(path: Path, kind: str) -> tuple[str, dict[str, Any]]:
+    """The text and data of a TOML file; a :class:`SweepError` (one line) for any problem."""
+    from cclab import tomlio
+    from cclab.errors import ScenarioError
+    from cclab.scenario import read_text_file
+
+    try:
+        text = read_text_file(path, kind)
+        return text, tomlio.loads(text, str(path))
+    except ScenarioError as e:
+        raise SweepError(str(e)) from None
+
+
 def load_sweep(path: str | Path) -> Sweep:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SweepError(f"{path}: cannot read sweep file: {e.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SweepError(f"{path}: not valid TOML: {e}") from None
+    text, data = _read_toml(path, "sweep")
     sweep = sweep_from_dict(data, path.parent, source=path)
     sweep.text = text
     return sweep
 
 
 def sweep_from_dict(data: dict[str, Any], base_dir: str | Path, source: Path | None = None) -> Sweep:
+    from cclab.errors import ScenarioError
+    from cclab.tomlio import check_depth
+
     where = f"{source}: " if source else ""
     base_dir = Path(base_dir)
-    unknown = set(data) - _ALLOWED_KEYS
+    if not isinstance(data, dict):
+        raise SweepError(f"{where}a sweep file is a table, got {_show(data)}")
+    try:
+        check_depth(data)
+    except ScenarioError as e:
+        raise SweepError(f"{where}{e}") from None
+    unknown = sorted(str(k) for k in set(data) - _ALLOWED_KEYS)
     if unknown:
         raise SweepError(
-            f"{where}unknown key(s) {', '.join(sorted(unknown))}; "
+            f"{where}unknown key(s) {', '.join(_show(k, 40) for k in unknown[:5])}; "
             f"a sweep file has {', '.join(sorted(_ALLOWED_KEYS))}"
         )
     if "base" not in data:
         raise SweepError(f"{where}missing `base` (a scenario file path or an inline [base] table)")
     base = data["base"]
     if isinstance(base, str):
-        base_path = (base_dir / base).resolve()
         try:
-            base = tomllib.loads(base_path.read_text())
-        except OSError as e:
-            raise SweepError(f"{where}base = {data['base']!r}: cannot read: {e.strerror}") from None
-        except tomllib.TOMLDecodeError as e:
-            raise SweepError(f"{where}base = {data['base']!r}: not valid TOML: {e}") from None
+            base_path = (base_dir / base).resolve()
+        except (OSError, ValueError, RuntimeError):
+            raise SweepError(f"{where}base = {_show(base)}: not a usable file name; "
+                             "expected a path to a scenario .toml file") from None
+        _text, base = _read_toml(base_path, "scenario")
         base_dir = base_path.parent
     elif not isinstance(base, dict):
-        raise SweepError(f"{where}base must be a path or a table, got {type(base).__name__}")
+        raise SweepError(f"{where}base = {_show(base)}: expected a path to a scenario file or an inline [base] table")
     quick = data.get("quick", {})
     if not isinstance(quick, dict) or set(quick) - _QUICK_KEYS:
         raise SweepError(f"{where}[quick] may only set {', '.join(sorted(_QUICK_KEYS))}")
+    for key in ("axes", "zip", "base"):
+        if not isinstance(quick.get(key, {}), dict):
+            raise SweepError(f"{where}quick.{key} = {_show(quick[key])}: expected a table")
+    for key in ("axes", "zip"):
+        if not isinstance(data.get(key, {}), dict):
+            raise SweepError(f"{where}{key} = {_show(data[key])}: expected a table of axis path = [values]")
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise SweepError(f"{where}{key} = {_show(data[key])}: expected a string")
     figures = data.get("figures", [])
     if not isinstance(figures, list) or not all(isinstance(f, dict) and "kind" in f for f in figures):
         raise SweepError(f"{where}[[figures]] entries must be tables with a `kind`")
@@ -278,20 +321,31 @@ def sweep_from_dict(data: dict[str, Any], base_dir: str | Path, source: Path | N
 def _check_shape(sweep: Sweep, source: Path | None) -> None:
     where = f"{source}: " if source else ""
     t = sweep.trials
-    if isinstance(t, bool) or not isinstance(t, int) or t < 1:
-        raise SweepError(f"{where}trials = {t!r}: must be an integer ≥ 1")
+    if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= MAX_TRIALS:
+        raise SweepError(f"{where}trials = {_show(t)}: expected an integer from 1 to {MAX_TRIALS}")
     for table in ("axes", "zip"):
         for name, values in getattr(sweep, table).items():
-            parse_path(name)
+            try:
+                parse_path(name)
+            except SweepError as e:
+                raise SweepError(f"{where}{table}: {e}") from None
             if not isinstance(values, list) or not values:
-                raise SweepError(f"{where}{table} \"{name}\": must be a non-empty list of values")
+                raise SweepError(f"{where}{table} {_axis(name)}: must be a non-empty list of values, "
+                                 f"got {_show(values)}")
     both = set(sweep.axes) & set(sweep.zip)
     if both:
-        raise SweepError(f"{where}axis {sorted(both)[0]!r} is both in [axes] and [zip]")
+        raise SweepError(f"{where}axis {_axis(sorted(both)[0])} is both in [axes] and [zip]")
     lengths = {name: len(v) for name, v in sweep.zip.items()}
     if len(set(lengths.values())) > 1:
-        detail = ", ".join(f"{k} has {n}" for k, n in lengths.items())
+        detail = ", ".join(f"{_axis(k)} has {n}" for k, n in list(lengths.items())[:4])
         raise SweepError(f"{where}[zip] axes vary together and need equal lengths: {detail}")
+    runs = t
+    for values in sweep.axes.values():
+        runs *= len(values)
+    runs *= max(lengths.values(), default=1)
+    if runs > MAX_POINTS:
+        raise SweepError(f"{where}the axes and trials expand to {runs:.3g} runs, more than {MAX_POINTS} "
+                         "(a limit of the sweep planner); split the study into several sweep files")
 
 
 # ---------------------------------------------------------------- expansion
@@ -317,6 +371,9 @@ def expand(sweep: Sweep) -> list[Point]:
             params[name] = values[combo[-1]]
         scenario = apply_params(sweep.base, params)
         base_seed = scenario.get("seed", DEFAULT_SEED)
+        if isinstance(base_seed, bool) or not isinstance(base_seed, int):
+            raise SweepError(f"point {describe(params)}: seed = {_show(base_seed)} is not an integer; expected an "
+                             "integer from 0 to 2^64 − 1 (trial i runs with seed + i)")
         for trial in range(sweep.trials):
             s = copy.deepcopy(scenario) if trial < sweep.trials - 1 else scenario
             seed = trial_seed(base_seed, trial)
@@ -357,7 +414,7 @@ def validate(sweep: Sweep) -> list[tuple[Point, dict[str, Any]]]:
             except ScenarioError as e:
                 if len(sweep.zip) > 1 and name in sweep.zip:
                     break  # zipped values may only be valid together: checked below
-                raise SweepError(f"{where}axis \"{name}\" = {value!r}: {e}") from None
+                raise SweepError(f"{where}axis {_axis(name)} = {_show(value, 40)}: {e}") from None
     out = []
     for p in points:
         try:
@@ -368,4 +425,6 @@ def validate(sweep: Sweep) -> list[tuple[Point, dict[str, Any]]]:
 
 
 def describe(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in params.items()) or "(base)"
+    from cclab.errors import clip, printable
+
+    return ", ".join(f"{clip(printable(str(k)), 40)}={_show(v, 40)}" for k, v in params.items()) or "(base)"

@@ -15,13 +15,22 @@ Where a trace named in a scenario (``link.trace``) is looked for, in order:
    (``"Verizon-LTE-short.down"``) or as ``"traces/NAME"``.
 
 Everything wrong with a trace is a :class:`~cclab.errors.ScenarioError` on the
-field ``link.trace`` naming the file, the line and the problem.
+field ``link.trace`` naming the file, the line and the problem. A trace must be
+a regular file of at most 64 MiB and 4 000 000 lines, every line a
+non-negative integer (at most 9 007 199 254 ms, so that nanoseconds stay
+exact), non-decreasing. Since a scenario may name any file, an error never
+quotes the file's contents: only an offending token that looks like a
+number (``'-1'``, ``'1.5'``), cut to 16 characters; anything else is
+described, not shown.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
+import re
+import stat as _stat
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -45,6 +54,13 @@ BYTES_PER_OPPORTUNITY = 1500
 BUNDLED_TRACE_DIR = Path(__file__).resolve().parent / "data" / "traces"
 
 _FORMAT = "expected one integer millisecond timestamp per line, non-decreasing, last one > 0 (Mahimahi format)"
+
+#: Largest trace file read (bytes) and most lines (delivery opportunities per period).
+MAX_TRACE_BYTES = 64 << 20
+MAX_TRACE_LINES = 4_000_000
+#: Largest timestamp (ms): its nanoseconds stay below 2^53, exact everywhere.
+MAX_TRACE_MS = 2**53 // 1_000_000
+_NUMBERISH = re.compile(r"^[0-9+\-.eE_,]{1,16}$")
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,12 +132,21 @@ def find_trace(spec: str | os.PathLike[str], base_dir: Path | None = None, field
         if len(parts) == 1 or (len(parts) == 2 and parts[0] == "traces"):
             candidates.append(BUNDLED_TRACE_DIR / parts[-1])
     for candidate in candidates:
-        if candidate.is_file():
-            return candidate.resolve()
-        if candidate.is_dir():
-            raise ScenarioError(field, spec, f"{show_value(str(spec))} is a directory ({candidate})",
+        try:
+            st = candidate.stat()
+        except (OSError, ValueError) as exc:  # missing, a name too long, a NUL byte in it, …
+            if isinstance(exc, OSError) and exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                raise ScenarioError(field, spec, f"{show_value(str(spec))} cannot be opened ({exc.strerror})",
+                                    _bundled_allowed()) from None
+            continue
+        if _stat.S_ISDIR(st.st_mode):
+            raise ScenarioError(field, spec, f"{show_value(str(spec))} is a directory ({show_value(str(candidate), 120)})",
                                 _bundled_allowed())
-    places = ", ".join(str(c.parent) for c in candidates)
+        if not _stat.S_ISREG(st.st_mode):
+            raise ScenarioError(field, spec, f"{show_value(str(spec))} is not a regular file (a device, pipe or socket)",
+                                _bundled_allowed())
+        return candidate.resolve()
+    places = ", ".join(show_value(str(c.parent), 80) for c in candidates)
     raise ScenarioError(field, spec, f"trace file {show_value(str(spec))} not found (looked in {places})",
                         _bundled_allowed())
 
@@ -133,13 +158,15 @@ def parse_trace(text: str, source: str | os.PathLike[str] = "<trace>", field: st
     name = str(source)
 
     def bad(problem: str) -> ScenarioError:
-        return ScenarioError(field, value, f"{name}: {problem}", _FORMAT)
+        return ScenarioError(field, value, f"{show_value(name, 120)[1:-1]}: {problem}", _FORMAT)
 
     lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
     if not lines:
         raise bad("the file is empty")
+    if len(lines) > MAX_TRACE_LINES:
+        raise bad(f"{len(lines)} lines, more than the {MAX_TRACE_LINES} a trace may have")
     stamps: list[int] = []
     previous = 0
     for number, line in enumerate(lines, start=1):
@@ -147,7 +174,16 @@ def parse_trace(text: str, source: str | os.PathLike[str] = "<trace>", field: st
         if not (entry.isascii() and entry.isdigit()):
             if not entry:
                 raise bad(f"line {number} is empty")
-            raise bad(f"line {number}: {show_value(entry, 30)} is not a non-negative integer number of ms")
+            token = entry.split()[0] if entry.split() else entry
+            if _NUMBERISH.match(token):  # a number gone wrong ('-1', '1.5'): safe and useful to show
+                raise bad(f"line {number}: {show_value(token, 20)} is not a non-negative integer number of ms")
+            # anything else is not shown: a scenario may name any file, and its contents are not ours to print
+            raise bad(f"line {number} is not a non-negative integer number of ms "
+                      f"(it holds {'non-ASCII characters' if not entry.isascii() else 'characters other than digits'}; "
+                      "is this a Mahimahi trace?)")
+        if len(entry) > 16 or int(entry) > MAX_TRACE_MS:
+            raise bad(f"line {number}: a timestamp of {len(entry.lstrip('0')) or 1} digits is too large "
+                      f"(at most {MAX_TRACE_MS} ms)")
         stamp = int(entry)
         if stamp < previous:
             raise bad(f"line {number}: {stamp} is smaller than the previous timestamp {previous} "
@@ -161,13 +197,23 @@ def parse_trace(text: str, source: str | os.PathLike[str] = "<trace>", field: st
 
 @functools.lru_cache(maxsize=8)
 def _load_cached(path: str, mtime_ns: int, size: int, field: str, spec: object) -> Trace:
-    del mtime_ns, size  # cache keys only: a changed file is read again
+    del mtime_ns  # a cache key only: a changed file is read again
+    shown = show_value(path, 120)[1:-1]
+    if size > MAX_TRACE_BYTES:
+        raise ScenarioError(field, spec, f"{shown}: {size} bytes, larger than a trace may be ({MAX_TRACE_BYTES} bytes)",
+                            _FORMAT)
     try:
-        text = Path(path).read_bytes().decode("ascii")
-    except UnicodeDecodeError:
-        raise ScenarioError(field, spec, f"{path}: not a text file", _FORMAT) from None
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_TRACE_BYTES + 1)
+        text = data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(field, spec, f"{shown}: not a text file (byte {exc.start} is not ASCII)", _FORMAT) from None
     except OSError as exc:
-        raise ScenarioError(field, spec, f"{path}: cannot be read ({exc.strerror})", _FORMAT) from None
+        raise ScenarioError(field, spec, f"{shown}: cannot be read ({exc.strerror})", _FORMAT) from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise ScenarioError(field, spec, f"{shown}: larger than a trace may be ({MAX_TRACE_BYTES} bytes)", _FORMAT)
+    if "\x00" in text:
+        raise ScenarioError(field, spec, f"{shown}: not a text file (it holds NUL bytes)", _FORMAT)
     return parse_trace(text, path, field, spec)
 
 

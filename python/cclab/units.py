@@ -14,9 +14,11 @@
   multiple of the bandwidth-delay product (``1.75bdp``), see :func:`parse_buffer`.
 * Probabilities: a number in [0, 1) or a percentage string (``"0.5%"``).
 
-Arithmetic is exact (``decimal``), so ``"0.1s"`` is exactly 100 000 000 ns.
-A value that is not a whole number of the base unit (``"1.5ns"``, ``"0.5B"``,
-``"1.5pkts"``) is an error, never rounded. A bare number (``80``) is an error
+Arithmetic is exact (``decimal`` digits times the unit as a rational), so
+``"0.1s"`` is exactly 100 000 000 ns and ``"1.0000000000000000000000000001s"``
+is not a whole number of ns. A value that is not a whole number of the base
+unit (``"1.5ns"``, ``"0.5B"``, ``"1.5pkts"``) is an error, never rounded;
+numbers of more than 40 significant digits or 40 decimal places are refused. A bare number (``80``) is an error
 too: ``80`` of what? Negative values, NaN and infinity are errors; zero is an
 error wherever it makes no sense (``allow_zero=False``).
 
@@ -30,6 +32,7 @@ import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any, Literal
 
 from .errors import ScenarioError, show_value
@@ -98,15 +101,33 @@ def _split(value: Any, field: str, kind: str, allowed: str) -> tuple[Decimal, st
         raise ScenarioError(field, value, f"{show_value(value)} is not {kind}", allowed) from None
     if number.adjusted() > 24:  # beyond any rate, duration or size a simulation can use
         raise ScenarioError(field, value, f"{show_value(value)} is too large", allowed)
+    _check_digits(number, value, field, allowed)
     if not match["unit"]:
         raise ScenarioError(field, value, f"{show_value(value)} has no unit (a bare number is ambiguous)", allowed)
     return number, match["unit"]
 
 
-def _whole(value: Any, field: str, amount: Decimal, base: str, allowed: str) -> int:
-    if amount != amount.to_integral_value():
+#: Most significant digits and decimal places a number in a scenario may have.
+MAX_DIGITS = 40
+
+
+def _check_digits(number: Decimal, value: Any, field: str, allowed: str) -> None:
+    """Refuse numbers with more than :data:`MAX_DIGITS` significant digits or decimal places
+    (exact arithmetic on them could take unbounded time; no unit needs them)."""
+    sign, digits, exponent = number.as_tuple()
+    assert isinstance(exponent, int)
+    while len(digits) > 1 and digits[-1] == 0:  # trailing zeros are not significant
+        digits, exponent = digits[:-1], exponent + 1
+    if len(digits) > MAX_DIGITS or exponent < -MAX_DIGITS:
+        raise ScenarioError(field, value, f"{show_value(value)} has more digits than cclab reads "
+                            f"(at most {MAX_DIGITS} significant digits and {MAX_DIGITS} decimal places)", allowed)
+
+
+def _whole(value: Any, field: str, amount: Decimal | Fraction, base: str, allowed: str) -> int:
+    exact = Fraction(amount)
+    if exact.denominator != 1:
         raise ScenarioError(field, value, f"{show_value(value)} is not a whole number of {base}", allowed)
-    return int(amount)
+    return int(exact)
 
 
 def _quantity(value: Any, field: str, kind: str, units: dict[str, int], base: str, allowed: str,
@@ -114,7 +135,7 @@ def _quantity(value: Any, field: str, kind: str, units: dict[str, int], base: st
     number, unit = _split(value, field, kind, allowed)
     if unit not in units:
         raise ScenarioError(field, value, f"{show_value(value)} is not {kind} (unknown unit {unit!r})", allowed)
-    result = _whole(value, field, number * units[unit], base, allowed)
+    result = _whole(value, field, Fraction(number) * units[unit], base, allowed)
     if result >= 2**63:
         raise ScenarioError(field, value, f"{show_value(value)} is too large", allowed)
     if result == 0 and not allow_zero:
@@ -156,7 +177,7 @@ def parse_buffer(value: Any, field: str = "buffer") -> BufferSpec:
     if unit in PACKET_UNITS:
         return BufferSpec("packets", _whole(value, field, number, "packets", _BUFFER_ALLOWED))
     if unit in SIZE_UNITS:
-        return BufferSpec("bytes", _whole(value, field, number * SIZE_UNITS[unit], "bytes", _BUFFER_ALLOWED))
+        return BufferSpec("bytes", _whole(value, field, Fraction(number) * SIZE_UNITS[unit], "bytes", _BUFFER_ALLOWED))
     raise ScenarioError(field, value, f"{show_value(value)} is not a buffer size (unknown unit {unit!r})",
                         _BUFFER_ALLOWED)
 
@@ -176,9 +197,19 @@ def parse_probability(value: Any, field: str = "p", *, upper: float = 1.0, upper
         if not text.endswith("%"):
             raise ScenarioError(field, value, f"{show_value(value)} is not a probability", allowed)
         try:
-            number = float(Decimal(text[:-1].strip()) / 100)
+            percent = Decimal(text[:-1].strip())
         except InvalidOperation:
             raise ScenarioError(field, value, f"{show_value(value)} is not a probability", allowed) from None
+        if not percent.is_finite():
+            raise ScenarioError(field, value, f"{show_value(value)} is not finite", allowed)
+        _check_digits(percent, value, field, allowed)
+        exact = percent.scaleb(-2)
+        number = float(exact)
+        if exact != 0 and Decimal(repr(number)) != exact:
+            raise ScenarioError(field, value, f"{show_value(value)} cannot be represented exactly "
+                                f"(it would be rounded to {number!r})", allowed)
+    elif isinstance(value, int) and abs(value) > 2**53:
+        raise ScenarioError(field, value, f"{show_value(value)} is out of range", allowed)
     elif isinstance(value, (int, float)):
         number = float(value)
     else:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from cclab.errors import printable
 from cclab.figures import FigureError, Target, register
 from cclab.figures.sweep_figs import param_label
 from cclab.metrics import dominant_period, in_window, jain_series, share_series
@@ -37,7 +38,8 @@ def jain(target: Target, smooth_s: float | None = 1.0, trial: int = 0, title: st
     for i, (params, run_dir) in enumerate(runs):
         run = read_run(run_dir)
         s = _smooth(jain_series(run.flows), smooth_s)
-        lab = ", ".join(param_label(k, v) for k, v in params.items()) or run.name
+        # a label is text: control characters escaped, "$" never starts mathtext
+        lab = (", ".join(param_label(k, v) for k, v in params.items()) or printable(run.name)).replace("$", r"\$")
         color = cmap(0.9 * i / max(1, len(runs) - 1)) if len(runs) > 1 else "k"
         ax.plot(s.index, s.to_numpy(), color=color, linewidth=1.1, label=lab)
         n_active = run.flows.loc[run.flows["active"].astype(bool)].groupby("time_s")["flow_id"].nunique()
@@ -87,7 +89,7 @@ def period(target: Target, point: int | None = None, algorithm: str | None = Non
     bottom.set_xlabel("lag (s)")
     bottom.set_ylabel(f"autocorrelation of {alg} share")
     bottom.grid(True, alpha=0.3)
-    fig.suptitle(title or f"{run.name}: {alg} share — {text}", fontsize="medium")
+    fig.suptitle(title or f"{printable(run.name)}: {alg} share — {text}", fontsize="medium", parse_math=False)
     fig.cclab_period_s = p  # for callers (report, tests)
     return fig
 

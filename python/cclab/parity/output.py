@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from cclab.fsutil import atomic_file, atomic_write_text
 from cclab.parity.checks import METRICS, TOLERANCES
 from cclab.parity.matrix import DROPPED, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
@@ -134,7 +135,6 @@ def _case_dict(r: CaseResult) -> dict[str, Any]:
 def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Path, Path]:
     """parity.json (everything) and parity.parquet (one row per check) in the output directory."""
     from cclab.metrics import json_safe
-    from cclab.store import atomic_write_text
 
     doc = {
         "started_at": outcome.started_at,
@@ -150,9 +150,8 @@ def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Pa
     jpath = outcome.out_dir / JSON_FILE
     atomic_write_text(jpath, json.dumps(json_safe(doc), indent=1, allow_nan=False) + "\n")
     ppath = outcome.out_dir / PARQUET_FILE
-    tmp = ppath.with_name(f".{ppath.name}.tmp")
-    results_frame(outcome).to_parquet(tmp, index=False)
-    tmp.replace(ppath)
+    with atomic_file(ppath) as fh:
+        results_frame(outcome).to_parquet(fh, index=False)
     return jpath, ppath
 
 
@@ -241,9 +240,7 @@ def write_html(outcome: ParityOutcome, selection: dict[str, Any]) -> Path:
             + f"\n<p class=sub>Generated {_dt.datetime.now(_dt.timezone.utc).isoformat(timespec='seconds')}.</p>"
             "</body></html>\n")  # fmt: skip
     path = outcome.out_dir / HTML_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, page)
     return path
 
 

@@ -1,0 +1,298 @@
+"""Every algorithm parameter a scenario may set, with its allowed range: one registry.
+
+``cca = { name = "cubic", beta = 0.8 }`` is checked here when the scenario is
+built, so an out-of-range value is a one-line error naming the field, the
+value and the range — never an engine error after the run has started.
+
+The ranges are the simulator engine's own checks (``crates/cclab-sim/src/cc``:
+``from_params`` of each algorithm), tightened where the engine would silently
+round or clamp a value (a gain below its 1/256 quantum, ``full_loss_cnt``
+above 15, a BBRv3 ``probe_bw_up_cwnd_gain_extra`` between its quarter steps)
+and bounded where a larger value could only overflow the engine's integer
+counters (counts at most 10⁶, times at most one day). ``tests/test_cca_params.py``
+runs the engine at every range's ends and checks that it accepts them, and
+that the registry names exactly the engine's parameters.
+
+Three rules relate parameters (also the engine's): Vegas ``alpha ≤ beta``;
+the BBRv1 family's ``fb_gain_min ≤ fb_gain_max`` (``fb_gain_max`` defaults to
+``cwnd_gain``); BBRv2/v3's ``probe_rtt_interval_ms ≤ 1000 × min_rtt_win_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .errors import ScenarioError, show_value
+
+__all__ = ["PARAMS", "Param", "check_params", "describe"]
+
+#: Largest integer count (rounds, packets, samples) a parameter takes.
+MAX_COUNT = 10**6
+#: Largest time a parameter takes: one day.
+DAY_S = 86_400
+DAY_MS = DAY_S * 1000
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: a number in [lo, hi] (ends open when ``lo_open``/``hi_open``), an integer
+    when ``integer``, a multiple of ``step`` when given, or a switch (true/false, 1/0)."""
+
+    lo: float = 0.0
+    hi: float = 0.0
+    lo_open: bool = False
+    hi_open: bool = False
+    integer: bool = False
+    switch: bool = False
+    step: float | None = None
+    doc: str = ""
+
+    @property
+    def allowed(self) -> str:
+        if self.switch:
+            return "expected true or false (or 1 or 0)"
+        if self.integer:
+            return f"expected an integer from {_num(self.lo)} to {_num(self.hi)}"
+        if self.step is not None:
+            steps = ", ".join(_num(self.lo + k * self.step) for k in range(round((self.hi - self.lo) / self.step) + 1))
+            return f"expected one of {steps}"
+        left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        return f"expected a number in {left}{_num(self.lo)}, {_num(self.hi)}{right}"
+
+    def contains(self, value: float) -> bool:
+        if self.switch:
+            return value in (0.0, 1.0)
+        if not math.isfinite(value):
+            return False
+        if value < self.lo or (self.lo_open and value == self.lo):
+            return False
+        if value > self.hi or (self.hi_open and value == self.hi):
+            return False
+        if self.integer and value != int(value):
+            return False
+        if self.step is not None and Fraction(value - self.lo) / Fraction(self.step) % 1 != 0:
+            return False
+        return True
+
+
+def _num(x: float) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    if x == int(x):
+        return f"{int(x):,}".replace(",", " ") if abs(x) >= 10**4 else str(int(x))
+    if x == 1 / 256:
+        return "1/256"
+    if x == 1 / 1024:
+        return "1/1024"
+    if x == 1023 / 1024:
+        return "1023/1024"
+    return f"{x:g}"
+
+
+def _gain(doc: str) -> Param:
+    # gain_param (bbr/config.rs): 0 < v < 64, used in 1/256 units (BBR_UNIT); below 1/256 it would be clamped.
+    return Param(1 / 256, 64, hi_open=True, doc=doc)
+
+
+def _count(lo: int, doc: str, hi: int = MAX_COUNT) -> Param:
+    return Param(lo, hi, integer=True, doc=doc)
+
+
+def _switch(doc: str) -> Param:
+    return Param(switch=True, doc=doc)
+
+
+def _ms(lo: int, doc: str) -> Param:
+    return Param(lo, DAY_MS, integer=True, doc=doc)
+
+
+_MIN_RTT_WIN_S = Param(0.001, DAY_S, doc="min_rtt filter window (s)")
+
+RENO: dict[str, Param] = {}
+
+CUBIC = {
+    # tcp_cubic.c: beta = 717/1024, used in 1/1024 units; 0 < beta < 1 (cc/cubic.rs).
+    "beta": Param(1 / 1024, 1023 / 1024, doc="multiplicative decrease factor (0.7)"),
+    # C = bic_scale·10/1024 (0.4), used in 1/1024 units; larger values overflow the cubic term.
+    "c": Param(1 / 1024, 100, doc="cubic scaling constant C (0.4)"),
+    "fast_convergence": _switch("fast convergence (on)"),
+    "tcp_friendliness": _switch("Reno-friendly region (on)"),
+    "hystart": _switch("HyStart (on)"),
+}
+
+VEGAS = {
+    # cc/vegas.rs: non-negative integers below 10^6, alpha ≤ beta.
+    "alpha": _count(0, "lower bound of queued packets (2)", 999_999),
+    "beta": _count(0, "upper bound of queued packets (4)", 999_999),
+    "gamma": _count(0, "slow-start exit threshold in packets (1)", 999_999),
+}
+
+BBR1 = {
+    "startup_gain": _gain("Startup pacing/cwnd gain (2.885)"),
+    "drain_gain": _gain("Drain pacing gain (0.347)"),
+    "cwnd_gain": _gain("ProbeBW cwnd gain (2; 1.5 in bbr_shallow)"),
+    "probe_bw_up_gain": _gain("ProbeBW probing pacing gain (1.25)"),
+    "probe_bw_down_gain": _gain("ProbeBW draining pacing gain (0.75)"),
+    "bw_filter_rounds": _count(1, "max-bandwidth filter length in rounds (10)"),
+    "min_rtt_win_s": _MIN_RTT_WIN_S,
+    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (200; 0 disables ProbeRTT)"),
+    "cwnd_min_target": _count(1, "minimum cwnd in packets (4)"),
+    "full_bw_thresh": _gain("bandwidth growth that counts as growth (1.25)"),
+    "full_bw_cnt": _count(1, "rounds without growth that end Startup (3)"),
+    "pacing_margin_percent": _count(0, "pacing below the estimate, % (1)", 99),
+    "extra_acked_gain": Param(0, 64, hi_open=True, doc="ACK-aggregation provisioning gain (1; 0 off)"),
+    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds (5)"),
+    "extra_acked_max_ms": _ms(0, "cap on the ACK-aggregation allowance (100)"),
+    "lt_bw": _switch("long-term (policer) bandwidth model (on)"),
+    "lt_intvl_min_rtts": _count(1, "LT sampling interval in rounds (4)"),
+    "lt_loss_thresh": Param(0, 1, lo_open=True, doc="LT loss threshold (0.195)"),
+    "lt_bw_max_rtts": _count(1, "rounds at the LT rate (48)"),
+    "sticky_rtprop": _switch("sticky RTprop (off; on in bbr_sticky_rtprop)"),
+    "sticky_probes": _count(1, "consecutive higher probes that raise RTprop (3)"),
+    "sticky_jump": Param(1, 1000, lo_open=True, doc="RTprop jump taken at once (3)"),
+    "cwnd_feedback": _switch("cwnd feedback loop (off; on in bbr_cwnd_feedback)"),
+    "fb_loss_thresh": Param(0, 1, lo_open=True, doc="feedback: loss rate of a lossy round (0.02)"),
+    "fb_rate_thresh": Param(0, 1, lo_open=True, doc="feedback: rate of a round that did not fill the pipe (0.95)"),
+    "fb_rtt_thresh": Param(1, 100, lo_open=True, doc="feedback: RTT ratio of a queue-building round (1.5)"),
+    "fb_gain_min": Param(0, 64, lo_open=True, doc="feedback: lowest cwnd gain (1)"),
+    "fb_gain_max": Param(0, 64, lo_open=True, doc="feedback: highest cwnd gain (cwnd_gain)"),
+    "fb_decrease": Param(0, 1, lo_open=True, doc="feedback: multiplicative decrease per round (0.9)"),
+    "fb_increase": Param(0, 64, lo_open=True, doc="feedback: additive increase per round (1/16)"),
+}
+
+_BBR3_COMMON = {
+    "startup_gain": _gain("Startup pacing gain (2.77; bbr2 2.89)"),
+    "startup_cwnd_gain": _gain("Startup cwnd gain (2; bbr2 2.89)"),
+    "drain_gain": _gain("Drain pacing gain (0.35)"),
+    "cwnd_gain": _gain("cwnd gain (2)"),
+    "probe_bw_up_gain": _gain("PROBE_UP pacing gain (1.25)"),
+    "probe_bw_down_gain": _gain("PROBE_DOWN pacing gain (0.9; bbr2 0.75)"),
+    "min_rtt_win_s": _MIN_RTT_WIN_S,
+    "probe_rtt_interval_ms": _ms(1, "ProbeRTT interval (5000)"),
+    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (200)"),
+    "probe_rtt_cwnd_gain": Param(0, 64, doc="cwnd gain in ProbeRTT (0.5)"),
+    "cwnd_min_target": _count(1, "minimum cwnd in packets (4)"),
+    "full_bw_thresh": _gain("bandwidth growth that counts as growth (1.25)"),
+    "full_bw_cnt": _count(1, "rounds without growth that end Startup (3)"),
+    "full_loss_cnt": _count(0, "lossy rounds that end Startup (6; bbr2 8)", 15),
+    "loss_thresh": Param(0, 0.99, doc="loss rate that bounds inflight (0.02)"),
+    "beta": Param(0, 1, doc="multiplicative decrease on loss (0.3)"),
+    "inflight_headroom": Param(0, 0.99, doc="headroom below inflight_hi (0.15)"),
+    "bw_probe_max_rounds": _count(1, "most rounds between bandwidth probes (63)", 255),
+    "bw_probe_rand_rounds": _count(1, "random rounds added between probes (2)"),
+    "bw_probe_base_ms": _ms(0, "base wall time between probes (2000)"),
+    "bw_probe_rand_ms": _ms(1, "random wall time added between probes (1000)"),
+    "extra_acked_gain": Param(0, 64, doc="ACK-aggregation provisioning gain (1)"),
+    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds (5)"),
+    "pacing_margin_percent": _count(0, "pacing below the estimate, % (1)", 99),
+}
+
+BBR3 = {
+    **_BBR3_COMMON,
+    # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
+    "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP (0.25)"),
+}
+
+BBR2 = {
+    **_BBR3_COMMON,
+    "bw_probe_pif_gain": _gain("inflight (× BDP) that ends PROBE_UP (1.25)"),
+    "bw_probe_reno_gain": Param(0, 64, doc="Reno-coexistence probe bound, × BDP rounds (1)"),
+}
+
+#: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator.
+PARAMS: dict[str, dict[str, Param]] = {
+    "reno": RENO,
+    "cubic": CUBIC,
+    "vegas": VEGAS,
+    "bbr": BBR1,
+    "bbr_shallow": BBR1,
+    "bbr_cwnd_feedback": BBR1,
+    "bbr_sticky_rtprop": BBR1,
+    "bbr2": BBR2,
+    "bbr3": BBR3,
+}
+
+#: Defaults the cross-parameter rules need (the engine's).
+_BBR1_CWND_GAIN = {"bbr_shallow": 1.5}
+_BBR3_MIN_RTT_WIN_S = 10.0
+_BBR3_PROBE_RTT_INTERVAL_MS = 5000
+
+
+def describe(algorithm: str) -> list[tuple[str, str, str]]:
+    """``(parameter, allowed, meaning)`` rows for ``algorithm`` (for docs and ``cclab version``)."""
+    return [(name, p.allowed.removeprefix("expected "), p.doc) for name, p in PARAMS.get(algorithm, {}).items()]
+
+
+def check_params(algorithm: str, params: dict[str, Any], field: str = "") -> dict[str, float]:
+    """Check ``params`` of ``algorithm`` against the registry; return them as floats.
+
+    Raises :class:`ScenarioError` naming ``<field>.<parameter>``, the value
+    and the allowed range (or the rule two parameters break). Whether a name
+    is a parameter of the algorithm at all is the engine's list
+    (``cclab.scenario.known_algorithms``), checked by the callers; a name the
+    registry lacks (only possible with an engine newer than this file, see
+    ``tests/test_cca_params.py``) is passed on for the engine to check.
+    """
+    registry = PARAMS.get(algorithm, {})
+    out: dict[str, float] = {}
+    for key, value in params.items():
+        where = f"{field}.{key}" if field else str(key)
+        p = registry.get(key)
+        if p is None:
+            out[str(key)] = _number(value, where, Param(-math.inf, math.inf))
+            continue
+        number = _number(value, where, p)
+        if not p.contains(number):
+            raise ScenarioError(where, value, f"{show_value(value)} is out of range", p.allowed)
+        out[str(key)] = number
+    _check_together(algorithm, out, field)
+    return out
+
+
+def _number(value: Any, where: str, p: Param) -> float:
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, int):
+        if abs(value) > 2**53:
+            raise ScenarioError(where, value, f"{show_value(value)} is too large to be represented exactly", p.allowed)
+        return float(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise ScenarioError(where, value, f"{show_value(value)} is not a number", p.allowed)
+
+
+def _g(x: float) -> str:
+    return f"{x:g}" if float(f"{x:g}") == x else repr(x)
+
+
+def _check_together(algorithm: str, v: dict[str, float], field: str) -> None:
+    def at(name: str) -> str:
+        return f"{field}.{name}" if field else name
+
+    if algorithm == "vegas":
+        alpha, beta = v.get("alpha", 2.0), v.get("beta", 4.0)
+        if alpha > beta:
+            name = "alpha" if "alpha" in v else "beta"
+            raise ScenarioError(at(name), v.get(name), f"alpha = {_g(alpha)} is above beta = {_g(beta)}",
+                                "expected alpha ≤ beta (defaults 2 and 4)")
+    elif algorithm in ("bbr", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"):
+        cwnd_gain = v.get("cwnd_gain", _BBR1_CWND_GAIN.get(algorithm, 2.0))
+        gain_max = v.get("fb_gain_max", max(1, round(cwnd_gain * 256)) / 256)
+        gain_min = v.get("fb_gain_min", 1.0)
+        if gain_min > gain_max:
+            name = "fb_gain_min" if "fb_gain_min" in v else "fb_gain_max" if "fb_gain_max" in v else "cwnd_gain"
+            raise ScenarioError(at(name), v.get(name),
+                                f"fb_gain_min = {_g(gain_min)} is above fb_gain_max = {_g(gain_max)}",
+                                "expected fb_gain_min ≤ fb_gain_max (defaults: 1 and cwnd_gain; "
+                                "with cwnd_gain below 1 also set fb_gain_min)")
+    elif algorithm in ("bbr2", "bbr3"):
+        window_s = v.get("min_rtt_win_s", _BBR3_MIN_RTT_WIN_S)
+        interval_ms = v.get("probe_rtt_interval_ms", _BBR3_PROBE_RTT_INTERVAL_MS)
+        if interval_ms * 1_000_000 > round(window_s * 1e9):
+            name = "probe_rtt_interval_ms" if "probe_rtt_interval_ms" in v else "min_rtt_win_s"
+            raise ScenarioError(at(name), v.get(name),
+                                f"probe_rtt_interval_ms = {_g(interval_ms)} is longer than min_rtt_win_s = {_g(window_s)} s",
+                                "expected probe_rtt_interval_ms ≤ 1000 × min_rtt_win_s (defaults 5000 and 10)")

@@ -1,0 +1,58 @@
+"""Writing files safely: atomically, through temporary files nobody else can plant.
+
+Every file cclab writes outside a run record's own temporary directory goes
+through :func:`atomic_file`: the data is written to a new temporary file in
+the target's directory, created by :func:`tempfile.mkstemp` (``O_EXCL``, a
+unique random name, never an existing file or a symlink someone left there),
+fsynced, then renamed over the target. ``rename`` replaces a symlink at the
+target name instead of writing through it, and readers see the old file or
+the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_file", "atomic_write_bytes", "atomic_write_text", "default_mode"]
+
+
+def default_mode() -> int:
+    """Permissions of an ordinary new file under the current umask (mkstemp makes 0600)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path) -> Iterator[BinaryIO]:
+    """Open a new temporary file beside ``path`` for binary writing; on success it replaces ``path``."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, default_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (see :func:`atomic_file`)."""
+    with atomic_file(path) as fh:
+        fh.write(data)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_file`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))

@@ -1,0 +1,189 @@
+"""Resource estimates and limits, checked before a run starts.
+
+A scenario can be valid field by field and still ask for more than any
+machine has: a 1 µs sample interval with 10 000 flows is 10¹⁰ rows per
+simulated second, and the engine would abort the process trying to allocate
+them. So before anything runs, :func:`estimate` predicts from the IR
+
+* **events** — the simulator's work: ≈ 2.5 per bottleneck packet (a data
+  packet, about half an ACK, timers), plus one per sample and per row, where
+  the packets are the most the link can carry (its highest rate over the
+  whole run);
+* **memory** — peak resident memory of ``cclab run``: ≈ 1 kB per
+  ``flows.parquet`` row (samples × flows: the engine's columns, the metric
+  frames and the Parquet writer), 200 B per sample, 100 B per packet the
+  buffer and the paths can hold, 50 B per trace opportunity, 150 MB base;
+* **record size** — ≈ 16 B per row and per sample (zstd Parquet);
+
+and :func:`check` refuses a run above any of :data:`LIMITS` with one line
+naming the estimate, the limit and the override: ``--allow-large`` on the
+command line, ``allow_large=True`` in Python. The coefficients were measured
+on this project's machine (``cclab run`` peak RSS and record sizes for 10⁵–10⁶
+rows); they are estimates, deliberately on the high side. ``cclab run
+--dry-run`` and ``cclab sweep --dry-run`` print them without running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .errors import ScenarioError
+
+__all__ = ["LIMITS", "Estimate", "check", "estimate", "format_bytes", "format_duration"]
+
+#: The limits a run must stay within unless explicitly overridden.
+LIMITS = {
+    "memory_bytes": 8 * 10**9,  # 8 GB of estimated peak memory
+    "events": 10**10,  # ≈ an hour of simulator time at a few million events per second
+    "record_bytes": 20 * 10**9,  # 20 GB on disk
+}
+
+#: Simulator speed assumed for the wall-time estimate (events per second; measured 3–12 M).
+EVENTS_PER_S = 3e6
+
+_BASE_MEMORY = 150e6
+_PER_ROW = 1000.0
+_PER_SAMPLE = 200.0
+_PER_PACKET_HELD = 100.0
+_PER_OPPORTUNITY = 50.0
+_PER_FLOW = 20e3
+_RECORD_PER_ROW = 16.0
+_EVENTS_PER_PACKET = 2.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a run is expected to need (see the module docstring for how)."""
+
+    samples: int
+    rows: int
+    packets: float
+    events: float
+    memory_bytes: float
+    record_bytes: float
+
+    @property
+    def wall_s(self) -> float:
+        return self.events / EVENTS_PER_S
+
+    def over(self, backend: str = "sim") -> list[tuple[str, float, float]]:
+        """``(what, estimate, limit)`` for every limit this run exceeds."""
+        out = []
+        for key, limit in LIMITS.items():
+            if key == "events" and backend != "sim":
+                continue  # the kernel runs in real time: its cost is the duration
+            value = getattr(self, key)
+            if value > limit:
+                out.append((key, value, float(limit)))
+        return out
+
+    def summary(self) -> str:
+        return (f"{self.samples:,} samples × flows = {self.rows:,} rows; ~{self.packets:.3g} bottleneck packets, "
+                f"~{self.events:.3g} events (~{format_duration(self.wall_s)} of simulator time); "
+                f"memory ~{format_bytes(self.memory_bytes)}, record ~{format_bytes(self.record_bytes)}")
+
+
+def format_bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def format_duration(s: float) -> str:
+    if s >= 86400:
+        return f"{s / 86400:.3g} days"
+    if s >= 3600:
+        return f"{s / 3600:.3g} h"
+    if s >= 60:
+        return f"{s / 60:.3g} min"
+    return f"{s:.2g} s"
+
+
+def estimate(ir: Mapping[str, Any]) -> Estimate:
+    """The resources a run of the IR ``ir`` is expected to need."""
+    duration_ns = int(ir["duration_ns"])
+    flows = ir.get("flows") or []
+    samples = duration_ns // max(1, int(ir["sample_interval_ns"]))
+    rows = samples * len(flows)
+    link = ir["link"]
+    cap = link["capacity"]
+    wire = int(ir.get("mss", 1448)) + int(ir.get("header_bytes", 52))
+    if cap.get("kind") == "trace":
+        period_ns = max(1, int(cap.get("period_ns") or 1))
+        opportunities = len(cap.get("opportunities_ns") or ())
+        max_rate = opportunities * int(cap.get("bytes_per_opportunity", 1500)) * 8 * 1e9 / period_ns
+    else:
+        opportunities = 0
+        max_rate = float(cap.get("rate_bps") or 0)
+    for change in link.get("schedule") or []:
+        if change.get("rate_bps"):
+            max_rate = max(max_rate, float(change["rate_bps"]))
+    packets = max_rate * duration_ns / 1e9 / (8 * wire)
+    events = _EVENTS_PER_PACKET * packets + samples + rows + 10 * len(flows)  # a row costs about an event
+    buffer = link.get("buffer") or {}
+    buffer_bytes = float(buffer.get("bytes") or 0) + float(buffer.get("packets") or 0) * wire
+    max_rtt_ns = max((int(f.get("rtt_ns") or 0) for f in flows), default=0)
+    held = (buffer_bytes + max_rate * max_rtt_ns / 8e9) / wire  # queue + what the paths hold
+    held = min(held, packets + 10 * len(flows))
+    memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * samples + _PER_PACKET_HELD * held
+              + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
+    record = _RECORD_PER_ROW * (rows + samples) + 12 * opportunities
+    return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
+                    record_bytes=record)  # fmt: skip
+
+
+_NAMES = {"memory_bytes": "memory", "events": "simulator events", "record_bytes": "record size"}
+
+
+def _field_value(field: str, ir: Mapping[str, Any]) -> str:
+    from .units import format_duration as fmt_d, format_size
+
+    link = ir["link"]
+    if field == "duration":
+        return fmt_d(ir["duration_ns"])
+    if field == "sample_interval":
+        return f"{fmt_d(ir['sample_interval_ns'])} (with {len(ir.get('flows') or [])} flows over {fmt_d(ir['duration_ns'])})"
+    if field == "link.trace":
+        return str(link["capacity"].get("path", "the trace")).rsplit("/", 1)[-1][:60]
+    buf = link.get("buffer") or {}
+    return format_size(buf["bytes"]) if buf.get("bytes") else f"{buf.get('packets')}pkts"
+
+
+def _responsible(key: str, est: Estimate, ir: Mapping[str, Any]) -> str:
+    """The field most to blame for exceeding the limit ``key``."""
+    if key == "events":
+        return "duration"
+    by_rows = _PER_ROW * est.rows if key == "memory_bytes" else _RECORD_PER_ROW * est.rows
+    if by_rows >= 0.5 * getattr(est, key):
+        return "sample_interval"
+    if ir["link"]["capacity"].get("kind") == "trace":
+        return "link.trace"
+    return "link.buffer"
+
+
+def _fmt(key: str, value: float) -> str:
+    return format_bytes(value) if key.endswith("bytes") else f"{value:.3g}"
+
+
+def check(ir: Mapping[str, Any], *, backend: str = "sim", allow_large: bool = False,
+          override: str = "--allow-large") -> Estimate:  # fmt: skip
+    """:func:`estimate`, and a :class:`ScenarioError` if it exceeds :data:`LIMITS` (unless ``allow_large``)."""
+    est = estimate(ir)
+    over = est.over(backend)
+    if over and not allow_large:
+        key, value, limit = over[0]
+        field = _responsible(key, est, ir)
+        shown = _field_value(field, ir)
+        others = "; ".join(f"{_NAMES[k]} ~{_fmt(k, v)} > {_fmt(k, lim)}" for k, v, lim in over[1:])
+        raise ScenarioError(
+            field, None,
+            f"{shown}: this run is too large: estimated {_NAMES[key]} ~{_fmt(key, value)} exceeds the limit of "
+            f"{_fmt(key, limit)}" + (f" (also {others})" if others else "")
+            + f" [{est.rows:,} rows = {est.samples:,} samples × {len(ir.get('flows') or [])} flows, "
+            f"~{est.packets:.3g} bottleneck packets]",
+            f"expected a smaller run (fewer samples, flows, packets or a shorter duration), or pass {override} "
+            "to run it anyway",
+        )
+    return est
