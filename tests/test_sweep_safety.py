@@ -129,8 +129,10 @@ def test_ctrl_c_stops_a_parallel_sweep_and_resume_equals_a_clean_run(tmp_path):
     assert len(expected) == N_RUNS
 
     # Ctrl-C in a terminal sends SIGINT to the whole foreground process group: sweep and workers.
+    # SIG_DFL before exec, as in a terminal: a runner started as a background job of a non-interactive shell
+    # inherits SIGINT ignored, and Python would then never raise KeyboardInterrupt.
     proc = subprocess.Popen(sweep_cmd(f, stopped), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+                            start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline = time.monotonic() + 120
     while complete(stopped) < 2 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.01)

@@ -62,7 +62,10 @@ def test_rate_schedule_changes_the_link_rate():
 def test_a_run_stopped_by_a_signal_cleans_up_by_itself(sig):
     code = "from kernel_helpers import scenario_ir\nfrom cclab.kernel import backend\nbackend.run(scenario_ir(duration='30s'))\n"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "kernel"), os.environ.get("PYTHONPATH", "")]))
-    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL)
+    # SIG_DFL before exec: a test runner started as a background job of a non-interactive shell inherits
+    # SIGINT ignored, and Python then never raises KeyboardInterrupt (Ctrl-C in a terminal never meets that).
+    child = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.DEVNULL,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     mine = f"{netns.PREFIX}{child.pid}-"
     try:
         deadline = time.monotonic() + 20
