@@ -75,9 +75,12 @@ def test_a_run_stopped_by_a_signal_cleans_up_by_itself(sig):
         child.send_signal(sig)
         child.wait(timeout=20)
     finally:
-        if child.poll() is None:
+        killed = child.poll() is None
+        if killed:
             child.kill()
             child.wait()
+            netns.clean()  # a SIGKILLed run cannot clean up after itself: remove its leftovers, then fail below
+    assert not killed, f"the run was still going 20 s after {sig.name}"
     assert child.returncode != 0
     assert not [n for n in cclab_namespaces() if n.startswith(mine)]
     assert cclab_link_processes_of(mine) == []
