@@ -71,6 +71,8 @@ pub struct Conn {
     /// `tp->delivered_ce`: packets delivered by ACKs that carried ECE
     /// (`tcp_count_delivered`, net/ipv4/tcp_input.c).
     pub delivered_ce: u64,
+    /// `TCP_ECN_OK`: the connection negotiated ECN.
+    pub ecn_ok: bool,
     /// `tp->snd_una`, `tp->snd_nxt` (segments), set by the sender before each hook.
     pub snd_una: u32,
     pub snd_nxt: u32,
@@ -114,6 +116,7 @@ impl Conn {
             retrans_out: 0,
             delivered: 0,
             delivered_ce: 0,
+            ecn_ok: false,
             snd_una: 0,
             snd_nxt: 0,
             delivered_time: now,
@@ -167,6 +170,10 @@ pub struct RateSample {
     /// less than one MSS with nothing SACKed, so it may be a delayed ACK. BBR's
     /// min_rtt filter will not take a higher RTT from such an ACK.
     pub is_ack_delayed: bool,
+    /// Packets delivered with ECE over the sample (`rs->delivered_ce`, tcp_rate.c).
+    pub delivered_ce: u64,
+    /// This ACK carried ECE on an ECN connection (`rs->is_ece`, FLAG_ECE).
+    pub is_ece: bool,
 }
 
 /// Per-ACK RTT information (`struct ack_sample`, for `pkts_acked`).

@@ -58,6 +58,8 @@ struct Seg {
     delivered: u64,
     /// `tp->lost` at send (BBRv3's `tx.lost`).
     lost: u64,
+    /// `tp->delivered_ce` at send (`tx.delivered_ce`).
+    delivered_ce: u64,
     /// In flight just after this was sent (BBRv3's `tx.in_flight`).
     in_flight: u32,
     /// Transmit-ordered list links (absolute segment numbers).
@@ -204,6 +206,7 @@ struct AckWork {
     rs_tx_time: Time,
     rs_first_tx: Time,
     rs_prior_time: Time,
+    rs_prior_delivered_ce: u64,
     /// RTT samples: oldest (for srtt, Linux seq_rtt) and newest (ca_rtt).
     oldest_rtt: Option<Dur>,
     newest_rtt: Option<Dur>,
@@ -293,6 +296,7 @@ impl Sender {
     /// ECE on ACKs reduces the window once per window of data.
     pub fn set_ecn(&mut self, on: bool) {
         self.ecn_ok = on;
+        self.conn.ecn_ok = on;
     }
 
     // ---- bookkeeping helpers -------------------------------------------------
@@ -571,6 +575,7 @@ impl Sender {
             delivered_time: self.conn.delivered_time,
             delivered: self.conn.delivered,
             lost: self.conn.lost,
+            delivered_ce: self.conn.delivered_ce,
             in_flight: 0,
             prev: NONE,
             next: NONE,
@@ -722,7 +727,8 @@ impl Sender {
         self.update_ca_state(now, ece);
         // 6. Rate sample (tcp_rate_gen) and congestion control (tcp_cong_control).
         self.conn.in_flight = self.in_flight();
-        let rs = self.rate_gen(now, &mut w, prior_in_flight);
+        let mut rs = self.rate_gen(now, &mut w, prior_in_flight);
+        rs.is_ece = ece;
         if w.newly_delivered > 0 {
             let sample = AckSample { pkts_acked: w.newly_delivered, rtt: w.newest_rtt, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.conn, &sample);
@@ -793,6 +799,7 @@ impl Sender {
                 w.rs_valid = true;
                 w.rs.prior_delivered = s.delivered;
                 w.rs_prior_time = s.delivered_time;
+                w.rs_prior_delivered_ce = s.delivered_ce;
                 w.rs.is_app_limited = s.flags & F_APP_LIMITED != 0;
                 w.rs.is_retrans = s.flags & F_EVER_RETRANS != 0;
                 w.rs.tx_in_flight = s.in_flight;
@@ -960,6 +967,7 @@ impl Sender {
             return rs;
         }
         rs.delivered = c.delivered - rs.prior_delivered;
+        rs.delivered_ce = c.delivered_ce - w.rs_prior_delivered_ce;
         let snd = w.rs_tx_time.saturating_sub(w.rs_first_tx);
         let ack = now.saturating_sub(w.rs_prior_time);
         let interval = snd.max(ack);
@@ -1032,8 +1040,9 @@ impl Sender {
             Some((t, XmitTimer::Rto)) if !progress => t,
             _ => now + self.rtt.rto(),
         };
-        // TLP (RFC 8985 §7.2) only in Open state, one probe at a time.
-        if self.conn.ca_state == CaState::Open && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
+        // TLP (RFC 8985 §7.2) only in Open (or ECN CWR, tcp_schedule_loss_probe)
+        // state, one probe at a time.
+        if matches!(self.conn.ca_state, CaState::Open | CaState::Cwr) && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
             let srtt = self.rtt.srtt_or_zero();
             let mut pto = Dur(2 * srtt.0);
             // One packet out: allow for the peer's delayed ACK (Linux adds TCP_RTO_MIN).
