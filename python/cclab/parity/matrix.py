@@ -64,7 +64,10 @@ class Case:
             parts.append(f"loss {float(link['loss']) * 100:g} %")
         for ch in link.get("schedule") or []:
             parts.append(f"→ {ch['rate']} at {ch['at']}")
-        flows = ", ".join(f"{f.get('count', 1)}×{f['cca']} {f['rtt']}" for f in sc["flows"])
+        qd = link.get("qdisc")
+        if qd:
+            parts.append(f"qdisc {qd}" if isinstance(qd, str) else f"qdisc {qd['name']}{' (ECN)' if qd.get('ecn') else ''}")
+        flows = ", ".join(f"{f.get('count', 1)}×{f['cca']} {f['rtt']}{' ECN' if f.get('ecn') else ''}" for f in sc["flows"])
         text = f"{', '.join(parts)}; {flows}; {sc['duration']}, measure from {sc.get('measure', {}).get('from', '0s')}"
         if len(self.seeds) > 1:
             text += f"; seeds {', '.join(map(str, self.seeds))} (mean)"
@@ -73,7 +76,7 @@ class Case:
 
 def _scenario(name: str, *, rate: str, buffer: str, flows: list[dict[str, Any]], duration: str = "30s",
               measure_from: str = MEASURE_FROM, loss: float | None = None,
-              schedule: list[dict[str, Any]] | None = None, qdisc: str | None = None) -> dict[str, Any]:  # fmt: skip
+              schedule: list[dict[str, Any]] | None = None, qdisc: str | dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     link: dict[str, Any] = {"rate": rate, "delay": "0ms", "buffer": buffer}
     if qdisc:
         link["qdisc"] = qdisc
@@ -276,6 +279,19 @@ def _qdisc_cases() -> list[Case]:
                                    duration="60s" if two else "30s", measure_from="20s" if two else MEASURE_FROM),
                 metrics=metrics, why=f"{_QDISC_WHY[qd]}; {why}",
             ))  # fmt: skip
+    # ECN end to end: both TCP stacks negotiate ECN (net.ipv4.tcp_ecn = 1 on the kernel backend), the AQM
+    # marks instead of dropping, the senders reduce once per round trip on ECE (RFC 3168).
+    for qd in ("codel", "fq_codel"):
+        cid = f"qdisc/{qd}-ecn-4cubic-20M-20ms-8bdp"
+        out.append(Case(
+            id=cid, family="qdisc",
+            scenario=_scenario(cid, rate="20Mbps", buffer="8bdp", qdisc={"name": qd, "ecn": True},
+                               flows=[{"cca": "cubic", "rtt": "20ms", "count": 4, "ecn": True}]),
+            metrics=("goodput", "queue_delay_p50"),
+            why=(f"{_QDISC_WHY[qd]}, with ECN: four ECN-capable CUBIC flows on 20 Mbit/s × 20 ms, 8 BDP; the AQM marks "
+                 "instead of dropping and the senders react to ECE (RFC 3168), so the queue is held as by drops, "
+                 "without loss"),
+        ))  # fmt: skip
     return out
 
 

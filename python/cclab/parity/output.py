@@ -256,7 +256,7 @@ FAMILIES = {
     "startup": "BBR's STARTUP",
     "mix": "algorithms sharing the link",
     "rtt": "BBR flows of different RTTs sharing the link",
-    "qdisc": "CoDel and FQ-CoDel (the emulator runs the simulator's qdisc code) under real TCP, no ECN",
+    "qdisc": "CoDel and FQ-CoDel (the emulator runs the simulator's qdisc code) under real TCP, without and with ECN",
 }
 
 
