@@ -215,7 +215,8 @@ fn bbr3_ecn_low_responds_to_marks_and_holds_a_shorter_queue() {
     // feature (cca parameter `ecn_low`), on a path with min_rtt ≤ 5 ms, BBRv3
     // tracks the CE ratio (α, g = 1/16) and once per round with ECE cuts
     // inflight_lo to ×(1 − α/3) outside bandwidth probing; PROBE_UP stops when
-    // more than half of a round is marked. On a step-marking queue (K = 20
+    // more than half of a round is marked; a cycle of marks without loss is
+    // followed by an immediate re-probe. On a step-marking queue (K = 20
     // packets, 1 Gbit/s, 250 µs) the marked flows keep the queue shorter than
     // the same flows ignoring ECN, at full utilization.
     let run = |ecn_low: bool| {

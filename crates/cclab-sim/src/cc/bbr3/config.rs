@@ -64,6 +64,9 @@ pub struct Bbr3Config {
     /// `bbr_full_ecn_cnt` = 2: STARTUP ends after this many rounds with a CE
     /// ratio ≥ ecn_thresh.
     pub full_ecn_cnt: u32,
+    /// `bbr_ecn_reprobe_gain` = 1/2: after a cycle with ECN marks and no
+    /// loss, re-probe at once from about this fraction of inflight_hi (0: off).
+    pub ecn_reprobe_gain: u32,
 }
 
 impl Default for Bbr3Config {
@@ -106,6 +109,7 @@ impl Default for Bbr3Config {
             ecn_thresh: BBR_UNIT / 2,
             ecn_max_rtt_us: 5000,
             full_ecn_cnt: 2,
+            ecn_reprobe_gain: BBR_UNIT / 2,
         }
     }
 }
@@ -143,6 +147,7 @@ pub const PARAMS: &[&str] = &[
     "ecn_thresh",
     "ecn_max_rtt_us",
     "full_ecn_cnt",
+    "ecn_reprobe_gain",
 ];
 
 fn fraction(
@@ -303,6 +308,11 @@ impl Bbr3Config {
                 count_param(p, "full_ecn_cnt", d.full_ecn_cnt as u64, 0)? as u32
             } else {
                 d.full_ecn_cnt
+            },
+            ecn_reprobe_gain: if known.contains(&"ecn_reprobe_gain") {
+                fraction(p, "ecn_reprobe_gain", d.ecn_reprobe_gain, 0.0, 0.99)?
+            } else {
+                d.ecn_reprobe_gain
             },
         };
         if c.probe_rtt_win > c.min_rtt_win {

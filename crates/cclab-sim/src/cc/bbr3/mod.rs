@@ -5,8 +5,8 @@
 //! `bbr_check_ecn_too_high_in_startup`), active only with ECN negotiated and
 //! the `ecn_low` parameter (v3's `bbr_can_use_ecn` needs the route feature
 //! `ecn_low`: CE marks from a shallow threshold) on paths with min_rtt ≤
-//! 5 ms (`bbr_ecn_max_rtt_us`); the experimental `bbr_ecn_reprobe_gain` is 0
-//! (off) in v3 and not modelled.
+//! 5 ms (`bbr_ecn_max_rtt_us`), with the quick re-probe after a cycle of
+//! marks without loss (`bbr_ecn_reprobe_gain` = 1/2).
 //!
 //! Files: [`startup`] (plateau and loss exits), [`drain`], [`probe_bw`]
 //! (DOWN/CRUISE/REFILL/UP and the upper bounds inflight_hi/bw_hi),
