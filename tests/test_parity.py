@@ -204,6 +204,15 @@ def test_matrix_contents():
     assert "startup_exit[flow0]" in next(c for c in CASES if c.id == "startup/bbr-100M-100ms-2bdp").metrics
     assert {"mix/bbr-vs-cubic-0.5bdp", "mix/bbr-vs-cubic-2bdp", "mix/bbr-vs-cubic-8bdp", "rtt/2bbr-10ms-vs-50ms",
             "mix/2bbr-2cubic-1bdp"} <= ids  # fmt: skip
+    qdisc = {c.id: c for c in CASES if c.family == "qdisc"}
+    assert len(qdisc) == 8 and not any(c.quick for c in qdisc.values())
+    for qd in ("codel", "fq_codel"):
+        for name in ("1cubic-100M-50ms-8bdp", "bbr-cubic-100M-40ms-4bdp", "4cubic-20M-20ms-8bdp"):
+            c = qdisc[f"qdisc/{qd}-{name}"]
+            assert c.scenario["link"]["qdisc"] == qd
+            assert {"goodput", "queue_delay_p50"} <= set(c.metrics)
+        ecn = qdisc[f"qdisc/{qd}-ecn-4cubic-20M-20ms-8bdp"].scenario
+        assert ecn["link"]["qdisc"] == {"name": qd, "ecn": True} and ecn["flows"][0]["ecn"] is True
     for c in CASES:
         assert c.why and c.metrics
         for spec in c.metrics:

@@ -32,6 +32,7 @@ FULL_POINTS = {
     "when-to-use-bbr-stock-rwnd": 8 * 8 * 2 * 2 * 5,
     "rtt-unfairness": 6 * 3,
     "joining-flows": 5 * 3,
+    "aqm-bbr-vs-cubic": 5 * 3 * 3,
 }
 
 

@@ -96,3 +96,42 @@ def test_a_scenario_file_with_the_old_aqm_field_still_runs(tmp_path):
     assert sc.link.qdisc == "droptail"
     run = cclab.load(cclab.run_to_dir(sc, tmp_path / "o"))
     assert run.ir["link"]["qdisc"] == {"kind": "droptail"}
+
+
+def _dctcp(qdisc, ecn=True, duration="3s"):
+    return scenario_from_dict({
+        "name": "dctcp", "duration": duration, "seed": 1, "sample_interval": "1ms", "measure": {"from": "1s"},
+        "link": {"rate": "1Gbps", "buffer": "300pkts", "qdisc": qdisc},
+        "flows": [{"cca": "dctcp", "rtt": "250us", "count": 2, "ecn": ecn}],
+    })  # fmt: skip
+
+
+def test_step_marking_resolves_k_in_packets_or_bytes_and_needs_it():
+    from cclab.errors import ScenarioError
+    from cclab.resolve import resolve
+
+    ir = resolve(_dctcp({"name": "step", "k": "20pkts"}))
+    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": None, "k_packets": 20, "ecn": True}
+    ir = resolve(_dctcp({"name": "step", "k": "30KB", "ecn": False}))
+    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": 30000, "k_packets": None, "ecn": False}
+    with pytest.raises(ScenarioError, match=r"link.qdisc.k: .*needs its threshold k"):
+        resolve(_dctcp("step"))
+    with pytest.raises(ScenarioError, match=r"k"):
+        resolve(_dctcp({"name": "step", "k": "0.5bdp"}))
+
+
+def test_dctcp_requires_ecn():
+    from cclab.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"flows\[0\]\.ecn: cca 'dctcp' requires ECN-capable packets"):
+        _dctcp({"name": "step", "k": "20pkts"}, ecn=False)
+
+
+def test_dctcp_holds_the_step_queue_near_k_through_the_python_pipeline(tmp_path):
+    # RFC 8257 §3: the queue oscillates around K = 20 packets (30 000 bytes)
+    # at full link utilization, and every mark is of an ECT packet.
+    run = cclab.load(cclab.run_to_dir(_dctcp({"name": "step", "k": "20pkts"}), tmp_path / "d"))
+    agg = run.summary["aggregate"]
+    assert agg["link_utilization"] >= 0.99
+    assert 10 * 1500 <= agg["queue_bytes_mean"] <= 40 * 1500
+    assert agg["marks_ce"] > 0 and agg.get("drops_aqm", 0) == 0

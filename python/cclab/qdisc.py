@@ -27,7 +27,7 @@ __all__ = ["NAMES", "PARAMS", "Param", "allowed_names", "check_name", "check_par
            "red_wlog"]
 
 #: The disciplines, in the order the docs list them.
-NAMES = ("droptail", "drop_front", "random_drop", "red", "codel", "fq_codel", "pie")
+NAMES = ("droptail", "drop_front", "random_drop", "red", "codel", "fq_codel", "pie", "step")
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class Param:
     """One parameter: its kind decides the accepted values (and the error text)."""
 
     name: str
-    kind: str  # duration | size | rate | bool | int | number | probability
+    kind: str  # duration | size | threshold (size or packets) | rate | bool | int | number | probability
     default: Any = None  # as a user would write it; None: derived (see qdisc_ir)
     low: float | None = None
     high: float | None = None
@@ -85,6 +85,12 @@ PARAMS: dict[str, tuple[Param, ...]] = {
         Param("ecn", "bool", False),
         Param("bytemode", "bool", False),
     ),
+    # RFC 8257 §3.1 (DCTCP's marking threshold K; no default: the paper's
+    # guidance K > C·RTT/7 depends on the path), ecn on: it is a marker.
+    "step": (
+        Param("k", "threshold"),
+        Param("ecn", "bool", True),
+    ),
 }
 
 
@@ -105,6 +111,8 @@ def _allowed(p: Param) -> str:
     if p.kind == "size":
         lo = "" if p.low is None else f" of at least {int(p.low)} bytes"
         return f'expected a size{lo} (e.g. "1514B", "32MiB")'
+    if p.kind == "threshold":
+        return 'expected a size or a packet count (e.g. "30KB", "20pkts")'
     if p.kind == "rate":
         return 'expected a rate (e.g. "100Mbps")'
     if p.kind == "bool":
@@ -130,6 +138,10 @@ def check_param(name: str, key: str, value: Any) -> Any:
         n = units.parse_size(value, key)
         if (p.low is not None and n < p.low) or (p.high is not None and n > p.high):
             raise ScenarioError(key, value, f"{show_value(value)} is out of range", allowed)
+    elif p.kind == "threshold":
+        spec = units.parse_buffer(value, key)
+        if spec.kind == "bdp":
+            raise ScenarioError(key, value, f"{show_value(value)} is a BDP multiple", allowed)
     elif p.kind == "rate":
         units.parse_rate(value, key)
     elif p.kind == "bool":
@@ -191,6 +203,13 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
 
     if name in ("droptail", "drop_front", "random_drop"):
         return {"kind": name}
+    if name == "step":
+        if values["k"] is None:
+            raise ScenarioError(f"{field}.k", None, "the step marker needs its threshold k",
+                                'expected k = a size or a packet count (e.g. "30KB", "20pkts"; RFC 8257: K > C·RTT/7)')
+        spec = units.parse_buffer(values["k"], f"{field}.k")
+        return {"kind": "step", "k_bytes": int(spec.amount) if spec.kind == "bytes" else None,
+                "k_packets": int(spec.amount) if spec.kind == "packets" else None, "ecn": bool(values["ecn"])}
     if name == "codel":
         return {"kind": "codel", "target_ns": ns("target"), "interval_ns": ns("interval"), "mtu_bytes": packet_bytes,
                 "ecn": bool(values["ecn"])}  # fmt: skip

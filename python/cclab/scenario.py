@@ -28,7 +28,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     stop = "50s"                     # optional, absolute time the application stops writing
     bytes = "100MB"                  # optional, application bytes to send
     rwnd = "4MB"                     # optional, receive-window limit
-    ecn = false                      # default false; true: ECN-capable packets (AQMs may mark them)
+    ecn = false                      # default false; true: ECN (RFC 3168; required by cca = "dctcp")
 
 The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
 converts them into the integer IR. Each field is checked here on its own
@@ -515,6 +515,15 @@ class FlowGroup(_Model):
     @classmethod
     def _count(cls, value: Any) -> int:
         return _integer(value, 1, MAX_COUNT, "count = 2")
+
+    @model_validator(mode="after")
+    def _dctcp_needs_ecn(self) -> FlowGroup:
+        # RFC 8257 §3: DCTCP's reaction is the fraction of ECN-marked data; without
+        # ECN Linux silently falls back to Reno (dctcp_init). cclab refuses instead.
+        if self.cca_name == "dctcp" and not self.ecn:
+            raise ScenarioError("ecn", self.ecn, "cca 'dctcp' requires ECN-capable packets (RFC 8257)",
+                                "add ecn = true to this [[flows]] table")
+        return self
 
     @property
     def cca_name(self) -> str:

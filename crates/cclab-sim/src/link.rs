@@ -22,8 +22,26 @@ use cclab_netmodel::{Bottleneck, DropCause, Sink};
 pub struct Seg {
     /// Segment number (the simulator's sequence space counts segments).
     pub seq: u32,
-    /// The TCP timestamp echo (TSecr, ms) it carries to the receiver.
-    pub tsecr_ms: u32,
+    /// The TCP timestamp echo (TSecr, ms) it carries to the receiver in the
+    /// low 31 bits (24 days of milliseconds), the TCP CWR flag in the top
+    /// bit — so the packet stays 24 bytes.
+    pub ts_cwr: u32,
+}
+
+const CWR_BIT: u32 = 1 << 31;
+
+impl Seg {
+    pub fn new(seq: u32, tsecr_ms: u32, cwr: bool) -> Seg {
+        Seg { seq, ts_cwr: (tsecr_ms & !CWR_BIT) | if cwr { CWR_BIT } else { 0 } }
+    }
+    #[inline]
+    pub fn tsecr_ms(&self) -> u32 {
+        self.ts_cwr & !CWR_BIT
+    }
+    #[inline]
+    pub fn cwr(&self) -> bool {
+        self.ts_cwr & CWR_BIT != 0
+    }
 }
 
 /// A data packet on the wire (`len` = payload + headers, `ect`/`ce` its ECN

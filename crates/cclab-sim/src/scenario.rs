@@ -57,7 +57,7 @@ pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
 /// A loss process (`link.loss`, schedule entries' `loss`).
 pub use cclab_netmodel::loss::LossConfig as Loss;
 /// The queue discipline (`link.qdisc`, docs/queues.md).
-pub use cclab_netmodel::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig};
+pub use cclab_netmodel::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig, StepConfig};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

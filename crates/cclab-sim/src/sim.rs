@@ -12,7 +12,7 @@ use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
 use crate::rng::mix;
 use crate::scenario::{Flow, Scenario, IR_VERSION};
 use crate::tcp::rcvwnd::RcvConfig;
-use crate::tcp::receiver::{Ack, Receiver};
+use crate::tcp::receiver::{Ack, EcnMode, Receiver};
 use crate::tcp::sender::{Handshake, Sender, Transmit};
 use crate::time::{Dur, Time};
 
@@ -33,8 +33,6 @@ struct FlowState {
     /// The pending `Wake` event's time, if any.
     wake_at: Option<Time>,
     total_bytes: Option<u64>,
-    /// Data segments that arrived marked CE.
-    ce_segments: u64,
     completion: Option<Time>,
 }
 
@@ -76,6 +74,9 @@ fn validate(sc: &Scenario) -> Result<(), String> {
         return Err(format!("host.rcv_truesize {} is below mss {}", sc.host.rcv_truesize, sc.mss));
     }
     for f in &sc.flows {
+        if f.cca == "dctcp" && !f.ecn {
+            return Err(format!("flows[{}]: cca 'dctcp' requires ecn = true (RFC 8257 §3: DCTCP relies on ECN marks)", f.id));
+        }
         if f.rtt_ns < 2 * sc.link.delay_ns {
             return Err(format!("flows[{}].rtt {} ns is below twice the bottleneck delay", f.id, f.rtt_ns));
         }
@@ -101,7 +102,17 @@ impl Sim {
             // over the idle path: the handshake measures the base RTT (as the
             // kernel backend, which connects all flows before the run).
             let rtt = Dur(f.rtt_ns);
-            let receiver = Receiver::new(Time::ZERO, rcv_cfg, rtt);
+            let mut receiver = Receiver::new(Time::ZERO, rcv_cfg, rtt);
+            // The handshake negotiates ECN when the flow asks for it (RFC 3168
+            // §6.1.1); a DCTCP flow's receiver runs DCTCP's echo (in Linux the
+            // receiving socket's congestion control decides, cclab gives each
+            // flow's receiver its sender's).
+            let needs_ecn = cc.needs_ecn();
+            receiver.set_ecn(match (f.ecn, needs_ecn) {
+                (false, _) => EcnMode::Off,
+                (true, false) => EcnMode::Classic,
+                (true, true) => EcnMode::Dctcp,
+            });
             let handshake = Handshake { rtt: Some(rtt), wnd_end: receiver.initial_wnd_end() };
             let sender = Sender::new(
                 Time::ZERO,
@@ -114,6 +125,8 @@ impl Sim {
                 f.rwnd_bytes,
                 handshake,
             );
+            let mut sender = sender;
+            sender.set_ecn(f.ecn);
             flows.push(FlowState {
                 cfg: f.clone(),
                 sender,
@@ -124,7 +137,6 @@ impl Sim {
                 ack_delay: Dur(f.rtt_ns - fwd),
                 wake_at: None,
                 total_bytes: f.bytes,
-                ce_segments: 0,
                 completion: None,
             });
         }
@@ -221,17 +233,14 @@ impl Sim {
     fn receive(&mut self, now: Time, pkt: Packet) {
         let f = pkt.flow as usize;
         let fl = &mut self.flows[f];
-        if pkt.ce {
-            // TODO(ECN): the receiver should echo CE (ECE until CWR, RFC 3168
-            // §6.1.3; per-CE ACKs for DCTCP) and the sender react once per
-            // window (RFC 3168 §6.1.2). Today CE is counted and ignored.
-            fl.ce_segments += 1;
-        }
         let had_timer = fl.receiver.next_deadline();
         let mut acks = std::mem::take(&mut self.ack_buf);
         acks.clear();
         let payload = pkt.wire_len() - self.scenario.header_bytes;
-        fl.receiver.on_segment_all(now, pkt.data.seq, payload, pkt.data.tsecr_ms, &mut acks);
+        // The receiver echoes CE (ECE, RFC 3168 §6.1.3 / RFC 8257 §3.2); the
+        // sender reacts once per window (tcp/sender.rs, `enter_cwr`).
+        let d = pkt.data;
+        fl.receiver.on_segment_ecn(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), &mut acks);
         for ack in acks.drain(..) {
             if fl.acks.push(now + fl.ack_delay, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
@@ -268,9 +277,8 @@ impl Sim {
         let fl = &mut self.flows[f];
         let header = self.scenario.header_bytes;
         let exit = now + fl.access_delay;
-        let ect = fl.cfg.ecn;
         for t in tx {
-            let pkt = Packet::new(f as u32, t.payload + header, ect, Seg { seq: t.seq, tsecr_ms: t.tsecr_ms });
+            let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::new(t.seq, t.tsecr_ms, t.cwr));
             if fl.access.push(exit, pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
@@ -440,7 +448,7 @@ impl Sim {
         self.out.flow_info = self
             .flows
             .iter()
-            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0), ce_segments: f.ce_segments })
+            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0), ce_segments: f.receiver.ce_segments })
             .collect();
         self.out
     }

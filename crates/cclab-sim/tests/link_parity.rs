@@ -53,7 +53,7 @@ fn sim_path(link: &Link, seed: u64, arrivals: &[Arrival]) -> Trace {
         match ev {
             Event::Access(i) => {
                 let (_, flow, len, ect) = arrivals[i as usize];
-                let pkt = Packet::new(flow, len, ect, Seg { seq: i, tsecr_ms: 0 });
+                let pkt = Packet::new(flow, len, ect, Seg::new(i, 0, false));
                 sl.arrive(now, pkt, &mut q, &mut rx);
             }
             Event::Bottleneck => sl.on_bottleneck(now, &mut q, &mut rx),

@@ -16,6 +16,8 @@ fn scenario(rate_mbps: u64, rtts: Vec<u64>, ccas: Vec<usize>, buf_pkts: u64, los
         .map(|(i, ((&rtt, &c), &st))| {
             let mut f = flow(i as u32, ALGORITHMS[c % ALGORITHMS.len()], rtt);
             f.start_ns = st * MS;
+            // DCTCP requires ECN; the other algorithms run with or without it.
+            f.ecn = f.cca == "dctcp" || (c / ALGORITHMS.len()) % 2 == 1;
             f
         })
         .collect();

@@ -204,9 +204,9 @@ fn red_drops_early_and_keeps_the_queue_below_max_th() {
 
 #[test]
 fn ecn_capable_flows_are_marked_not_dropped_and_marks_reach_the_receiver() {
-    // FQ-CoDel marks ECT packets CE (ECN on by default, RFC 8290 §5.2).
-    // The senders do not react to CE yet, so the queue grows until the
-    // buffer overflows; what is checked here is the marking and its count.
+    // FQ-CoDel marks ECT packets CE (ECN on by default, RFC 8290 §5.2):
+    // the marking and its count, per flow (the senders' reaction is checked
+    // in tests/ecn.rs).
     let mut flows = vec![flow(0, "cubic", 50), flow(1, "cubic", 50)];
     flows[0].ecn = true;
     let mut sc = dumbbell(100_000_000, flows, 2.0, 20);

@@ -144,12 +144,15 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
                 f"at most {limit / 1e6:g} Mbit/s with {packet}-byte packets on this machine (a larger mss raises it), or use --backend sim",
             )  # fmt: skip
     # The emulator runs every queue discipline (cclab-netmodel, the simulator's
-    # code). ECN-capable flows need the senders' net.ipv4.tcp_ecn, which the
-    # namespaces do not set yet: refuse rather than run them without ECN.
-    for f in ir["flows"]:
-        if f.get("ecn"):
-            raise ScenarioError(f"flows[{_group(f)}].ecn", True, "ECN-capable flows are not supported by the kernel backend yet",
-                                "leave ecn out (the kernel's packets are then not ECN-capable and AQMs drop them), or use --backend sim")  # fmt: skip
+    # code) and marks CE in the real IPv4 header. ECN is negotiated per
+    # namespace (net.ipv4.tcp_ecn, set to 1 in both when the flows ask for
+    # it): Linux has no per-socket switch, so the flows of one run are all
+    # ECN-capable or none.
+    ecn = {bool(f.get("ecn")) for f in ir["flows"]}
+    if len(ecn) > 1:
+        f = next(f for f in ir["flows"] if not f.get("ecn"))
+        raise ScenarioError(f"flows[{_group(f)}].ecn", False, "the kernel backend runs ECN for all flows of a run or none (net.ipv4.tcp_ecn is per namespace)",
+                            "give every flow group the same ecn, or use --backend sim")  # fmt: skip
     if int(ir["sample_interval_ns"]) < MIN_SAMPLE_INTERVAL_NS:
         raise ScenarioError("sample_interval", f"{int(ir['sample_interval_ns']) / 1e6:g}ms", "too short for the kernel backend's samplers", "at least 1ms")
     if not machine.is_root():
@@ -356,7 +359,7 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
         old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         path.ir_path.write_text(json.dumps(ir))
-        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"])
+        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]))
         path.emulator = path.spawn(
             [binary, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
              "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],

@@ -142,12 +142,13 @@ class RunNamespaces:
     def path(self, name: str) -> str:
         return os.path.join(NETNS_DIR, name)
 
-    def create(self, tcp_rmem: list[int], tcp_wmem: list[int]) -> None:
-        """Create both namespaces with the IR's host TCP buffers (``host.tcp_rmem``/``tcp_wmem``)."""
+    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
+        """Create both namespaces with the IR's host TCP buffers (``host.tcp_rmem``/``tcp_wmem``);
+        ``ecn``: ``net.ipv4.tcp_ecn = 1`` in both (request and accept ECN, RFC 3168)."""
         for name in (self.snd, self.rcv):
             netns.create(name)
             self.created.append(name)
-            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem))
+            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn))
 
     def sysctls(self) -> dict[str, str | None]:
         return in_netns(self.snd, lambda: {k: read_sysctl(k) for k in RECORDED_SYSCTLS})
@@ -199,12 +200,17 @@ class RunNamespaces:
         return removed
 
 
-def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int]) -> None:
+def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
     # The IR's host buffers (docs/ir.md `host`): Linux's initial sizes and a
     # maximum large enough for the BDP (the default tcp_wmem max, 4 MB, caps
     # 1 Gbit/s × 50 ms at ~500 Mbit/s, measured on Linux 6.18; docs/kernel.md).
     write_sysctl("net.ipv4.tcp_rmem", " ".join(str(int(v)) for v in tcp_rmem))
     write_sysctl("net.ipv4.tcp_wmem", " ".join(str(int(v)) for v in tcp_wmem))
+    # ECN (Documentation/networking/ip-sysctl.rst, tcp_ecn): 1 requests ECN on
+    # outgoing connections and accepts it on incoming ones. A new namespace
+    # starts at 2 (accept only), so without it no connection is ECN-capable.
+    if ecn:
+        write_sysctl("net.ipv4.tcp_ecn", "1")
     # No cached metrics from earlier connections to the same address.
     write_sysctl("net.ipv4.tcp_no_metrics_save", "1")
     # IPv6 neighbour discovery would only add noise on the TUN devices.

@@ -64,7 +64,10 @@ class Case:
             parts.append(f"loss {float(link['loss']) * 100:g} %")
         for ch in link.get("schedule") or []:
             parts.append(f"→ {ch['rate']} at {ch['at']}")
-        flows = ", ".join(f"{f.get('count', 1)}×{f['cca']} {f['rtt']}" for f in sc["flows"])
+        qd = link.get("qdisc")
+        if qd:
+            parts.append(f"qdisc {qd}" if isinstance(qd, str) else f"qdisc {qd['name']}{' (ECN)' if qd.get('ecn') else ''}")
+        flows = ", ".join(f"{f.get('count', 1)}×{f['cca']} {f['rtt']}{' ECN' if f.get('ecn') else ''}" for f in sc["flows"])
         text = f"{', '.join(parts)}; {flows}; {sc['duration']}, measure from {sc.get('measure', {}).get('from', '0s')}"
         if len(self.seeds) > 1:
             text += f"; seeds {', '.join(map(str, self.seeds))} (mean)"
@@ -73,8 +76,10 @@ class Case:
 
 def _scenario(name: str, *, rate: str, buffer: str, flows: list[dict[str, Any]], duration: str = "30s",
               measure_from: str = MEASURE_FROM, loss: float | None = None,
-              schedule: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+              schedule: list[dict[str, Any]] | None = None, qdisc: str | dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     link: dict[str, Any] = {"rate": rate, "delay": "0ms", "buffer": buffer}
+    if qdisc:
+        link["qdisc"] = qdisc
     if loss:
         link["loss"] = loss
     if schedule:
@@ -243,6 +248,53 @@ def _mix_cases() -> list[Case]:
     return out
 
 
+_QDISC_WHY = {
+    "codel": "CoDel (RFC 8289, sch_codel.c; target 5 ms, interval 100 ms) holds a standing queue near its 5 ms target",
+    "fq_codel": "FQ-CoDel (RFC 8290, sch_fq_codel.c) gives each flow its own CoDel queue and serves them round robin",
+}
+
+
+def _qdisc_cases() -> list[Case]:
+    """The AQMs under real TCP: the emulator runs the simulator's qdisc code (cclab-netmodel), so what
+    differs is the TCP stacks' reaction to AQM drops. No ECN (the kernel's packets are not ECT)."""
+    scen = (
+        ("1cubic-100M-50ms-8bdp", "100Mbps", "8bdp", [{"cca": "cubic", "rtt": "50ms"}],
+         "one CUBIC flow on 100 Mbit/s × 50 ms, 8 BDP: after each AQM drop CUBIC's fast convergence keeps the window "
+         "near the BDP, so the queue sits below target much of the time"),
+        ("bbr-cubic-100M-40ms-4bdp", "100Mbps", "4bdp", [{"cca": "bbr", "rtt": "40ms"}, {"cca": "cubic", "rtt": "40ms"}],
+         "one BBR and one CUBIC flow on 100 Mbit/s × 40 ms, 4 BDP: a single AQM queue still lets BBR take most of the "
+         "link; flow queueing splits it"),
+        ("4cubic-20M-20ms-8bdp", "20Mbps", "8bdp", [{"cca": "cubic", "rtt": "20ms", "count": 4}],
+         "four CUBIC flows on 20 Mbit/s × 20 ms, 8 BDP: several bulk flows keep a standing queue at the AQM's target"),
+    )  # fmt: skip
+    out = []
+    for qd in ("codel", "fq_codel"):
+        for name, rate, buffer, flows, why in scen:
+            cid = f"qdisc/{qd}-{name}"
+            two = len(flows) > 1
+            metrics = ("goodput", "queue_delay_p50", "share[bbr]") if two else ("goodput", "queue_delay_p50")
+            out.append(Case(
+                id=cid, family="qdisc",
+                scenario=_scenario(cid, rate=rate, buffer=buffer, flows=flows, qdisc=qd,
+                                   duration="60s" if two else "30s", measure_from="20s" if two else MEASURE_FROM),
+                metrics=metrics, why=f"{_QDISC_WHY[qd]}; {why}",
+            ))  # fmt: skip
+    # ECN end to end: both TCP stacks negotiate ECN (net.ipv4.tcp_ecn = 1 on the kernel backend), the AQM
+    # marks instead of dropping, the senders reduce once per round trip on ECE (RFC 3168).
+    for qd in ("codel", "fq_codel"):
+        cid = f"qdisc/{qd}-ecn-4cubic-20M-20ms-8bdp"
+        out.append(Case(
+            id=cid, family="qdisc",
+            scenario=_scenario(cid, rate="20Mbps", buffer="8bdp", qdisc={"name": qd, "ecn": True},
+                               flows=[{"cca": "cubic", "rtt": "20ms", "count": 4, "ecn": True}]),
+            metrics=("goodput", "queue_delay_p50"),
+            why=(f"{_QDISC_WHY[qd]}, with ECN: four ECN-capable CUBIC flows on 20 Mbit/s × 20 ms, 8 BDP; the AQM marks "
+                 "instead of dropping and the senders react to ECE (RFC 3168), so the queue is held as by drops, "
+                 "without loss"),
+        ))  # fmt: skip
+    return out
+
+
 #: Combinations left out of the matrix, with the reason (printed by --list). The
 #: emulator carries every rate of the matrix (500 Mbit/s at MTU 1500 is its
 #: measured sustained rate, crates/cclab-link/README.md), so none so far.
@@ -250,7 +302,7 @@ DROPPED: tuple[tuple[str, str], ...] = ()
 
 
 def all_cases() -> list[Case]:
-    cases = _single_flow_cases() + _loss_cases() + _step_cases() + _startup_cases() + _mix_cases()
+    cases = _single_flow_cases() + _loss_cases() + _step_cases() + _startup_cases() + _mix_cases() + _qdisc_cases()
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "duplicate parity case ids"
     return cases

@@ -254,6 +254,7 @@ FAMILIES = {
     "startup": "BBR's STARTUP",
     "mix": "algorithms sharing the link",
     "rtt": "BBR flows of different RTTs sharing the link",
+    "qdisc": "CoDel and FQ-CoDel (the emulator runs the simulator's qdisc code) under real TCP, without and with ECN",
 }
 
 

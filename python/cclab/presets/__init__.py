@@ -76,6 +76,8 @@ PRESETS: dict[str, Preset] = {
                ("when-to-use-bbr-stock-rwnd.toml",)),
         Preset("rtt-unfairness", "P9", "BBR flows with 10 and 50 ms RTT: the longer RTT wins",
                ("rtt-unfairness.toml",)),
+        Preset("aqm-bbr-vs-cubic", "AQM", "1 BBR + 1 CUBIC behind each qdisc (drop-tail, RED, CoDel, FQ-CoDel, PIE) x 1/4/16 BDP",
+               ("aqm-bbr-vs-cubic.toml",)),
         Preset("joining-flows", "P10", "a BBR flow joining 200-1000 ms later: convergence, Jain's index",
                ("joining-flows.toml",)),
     )

@@ -9,6 +9,7 @@
 //! | `codel` | [`codel`] | RFC 8289; Linux `include/net/codel_impl.h`, `sch_codel.c` |
 //! | `fq_codel` | [`fq_codel`] | RFC 8290; Linux `sch_fq_codel.c` |
 //! | `pie` | [`pie`] | RFC 8033; Linux `sch_pie.c`, `include/net/pie.h` |
+//! | `step` | [`step`] | RFC 8257 §3.1 (DCTCP's marking threshold K) |
 //!
 //! Conventions shared by all of them (docs/queues.md):
 //! * the queue holds packets *waiting*; the packet being serialized has left
@@ -29,6 +30,7 @@ pub mod fq_codel;
 pub mod pie;
 pub mod random_drop;
 pub mod red;
+pub mod step;
 
 use crate::bottleneck::Counters;
 use crate::bottleneck::Sink;
@@ -44,6 +46,7 @@ pub use codel::CodelConfig;
 pub use fq_codel::FqCodelConfig;
 pub use pie::PieConfig;
 pub use red::RedConfig;
+pub use step::StepConfig;
 
 /// The buffer: a packet is admitted only if the waiting packets, with it,
 /// stay within both limits (docs/ir.md "Buffer").
@@ -83,6 +86,8 @@ pub enum QdiscConfig {
     Codel(CodelConfig),
     FqCodel(FqCodelConfig),
     Pie(PieConfig),
+    /// Mark (or drop) every packet arriving above a threshold K.
+    Step(StepConfig),
 }
 
 impl QdiscConfig {
@@ -96,6 +101,7 @@ impl QdiscConfig {
             QdiscConfig::Codel(_) => "codel",
             QdiscConfig::FqCodel(_) => "fq_codel",
             QdiscConfig::Pie(_) => "pie",
+            QdiscConfig::Step(_) => "step",
         }
     }
 
@@ -107,6 +113,7 @@ impl QdiscConfig {
             QdiscConfig::Codel(c) => c.validate(),
             QdiscConfig::FqCodel(c) => c.validate(),
             QdiscConfig::Pie(c) => c.validate(),
+            QdiscConfig::Step(c) => c.validate(),
             _ => Ok(()),
         }
     }
@@ -204,6 +211,7 @@ pub enum Qdisc<P> {
     Codel(codel::Codel<P>),
     FqCodel(Box<fq_codel::FqCodel<P>>),
     Pie(pie::Pie<P>),
+    Step(step::Step<P>),
 }
 
 impl<P> Qdisc<P> {
@@ -222,6 +230,7 @@ impl<P> Qdisc<P> {
                 rng.next_u64(),
             ))),
             QdiscConfig::Pie(c) => Qdisc::Pie(pie::Pie::new(c.clone(), limits, origin)),
+            QdiscConfig::Step(c) => Qdisc::Step(step::Step::new(c.clone(), limits)),
         }
     }
 
@@ -238,6 +247,7 @@ impl<P> Qdisc<P> {
             Qdisc::Codel(q) => q.enqueue(pkt, cx),
             Qdisc::FqCodel(q) => q.enqueue(pkt, cx),
             Qdisc::Pie(q) => q.enqueue(pkt, cx),
+            Qdisc::Step(q) => q.enqueue(pkt, cx),
         }
     }
 
@@ -254,6 +264,7 @@ impl<P> Qdisc<P> {
             Qdisc::Codel(q) => q.dequeue(cx),
             Qdisc::FqCodel(q) => q.dequeue(cx),
             Qdisc::Pie(q) => q.dequeue(cx),
+            Qdisc::Step(q) => q.dequeue(),
         }
     }
 
@@ -269,6 +280,7 @@ impl<P> Qdisc<P> {
             Qdisc::RandomDrop(q) => q.fifo.front_len(),
             Qdisc::Red(q) => q.fifo.front_len(),
             Qdisc::Pie(q) => q.fifo.front_len(),
+            Qdisc::Step(q) => q.fifo.front_len(),
             Qdisc::Codel(_) | Qdisc::FqCodel(_) => None,
         }
     }
@@ -284,6 +296,7 @@ impl<P> Qdisc<P> {
             Qdisc::Codel(q) => q.fifo.bytes(),
             Qdisc::FqCodel(q) => q.bytes(),
             Qdisc::Pie(q) => q.fifo.bytes(),
+            Qdisc::Step(q) => q.fifo.bytes(),
         }
     }
 
@@ -298,6 +311,7 @@ impl<P> Qdisc<P> {
             Qdisc::Codel(q) => q.fifo.len(),
             Qdisc::FqCodel(q) => q.packets(),
             Qdisc::Pie(q) => q.fifo.len(),
+            Qdisc::Step(q) => q.fifo.len(),
         }
     }
 }

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 pub mod bbr;
 pub mod bbr3;
 pub mod cubic;
+pub mod dctcp;
 pub mod reno;
 pub mod vegas;
 
@@ -38,6 +39,9 @@ pub enum CaState {
 pub enum CwndEvent {
     /// First transmission when no packet is in flight (`CA_EVENT_TX_START`).
     TxStart,
+    /// The retransmission timer fired and the window was cut (`CA_EVENT_LOSS`,
+    /// raised by `tcp_enter_loss` after `.ssthresh`).
+    Loss,
 }
 
 /// The connection state a congestion-control module may read and write
@@ -64,6 +68,14 @@ pub struct Conn {
     pub retrans_out: u32,
     /// `tp->delivered`: packets delivered (acked or sacked) so far.
     pub delivered: u64,
+    /// `tp->delivered_ce`: packets delivered by ACKs that carried ECE
+    /// (`tcp_count_delivered`, net/ipv4/tcp_input.c).
+    pub delivered_ce: u64,
+    /// `TCP_ECN_OK`: the connection negotiated ECN.
+    pub ecn_ok: bool,
+    /// `tp->snd_una`, `tp->snd_nxt` (segments), set by the sender before each hook.
+    pub snd_una: u32,
+    pub snd_nxt: u32,
     /// `tp->delivered_mstamp`: when `delivered` last changed.
     pub delivered_time: Time,
     /// `tp->lsndtime`: when the last segment was sent (CUBIC's idle shift).
@@ -103,6 +115,10 @@ impl Conn {
             lost_out: 0,
             retrans_out: 0,
             delivered: 0,
+            delivered_ce: 0,
+            ecn_ok: false,
+            snd_una: 0,
+            snd_nxt: 0,
             delivered_time: now,
             lsndtime: now,
             wstamp: now,
@@ -154,6 +170,10 @@ pub struct RateSample {
     /// less than one MSS with nothing SACKed, so it may be a delayed ACK. BBR's
     /// min_rtt filter will not take a higher RTT from such an ACK.
     pub is_ack_delayed: bool,
+    /// Packets delivered with ECE over the sample (`rs->delivered_ce`, tcp_rate.c).
+    pub delivered_ce: u64,
+    /// This ACK carried ECE on an ECN connection (`rs->is_ece`, FLAG_ECE).
+    pub is_ece: bool,
 }
 
 /// Per-ACK RTT information (`struct ack_sample`, for `pkts_acked`).
@@ -230,6 +250,7 @@ pub enum Cc {
     /// [`bbr3::Bbr3Config::v2alpha`]).
     Bbr3(bbr3::Bbr3),
     Vegas(vegas::Vegas),
+    Dctcp(dctcp::Dctcp),
 }
 
 /// The names `Cc::new` accepts.
@@ -240,6 +261,7 @@ pub const ALGORITHMS: &[&str] = &[
     "bbr2",
     "bbr3",
     "vegas",
+    "dctcp",
     "bbr_shallow",
     "bbr_cwnd_feedback",
     "bbr_sticky_rtprop",
@@ -255,6 +277,7 @@ pub fn parameters(name: &str) -> Option<&'static [&'static str]> {
         "bbr2" => Some(bbr3::v2alpha::PARAMS),
         "bbr3" => Some(bbr3::PARAMS),
         "vegas" => Some(vegas::PARAMS),
+        "dctcp" => Some(dctcp::PARAMS),
         _ => None,
     }
 }
@@ -267,6 +290,7 @@ macro_rules! dispatch {
             Cc::Bbr($cc) => $e,
             Cc::Bbr3($cc) => $e,
             Cc::Vegas($cc) => $e,
+            Cc::Dctcp($cc) => $e,
         }
     };
 }
@@ -293,6 +317,7 @@ impl Cc {
                 bbr3::Bbr3Config::default(),
             )?)),
             "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(Params::new(name, params))?)),
+            "dctcp" => Ok(Cc::Dctcp(dctcp::Dctcp::from_params(Params::new(name, params))?)),
             _ => Err(CcError(format!(
                 "unknown congestion control '{name}'; allowed: {}",
                 ALGORITHMS.join(", ")
@@ -322,6 +347,15 @@ impl Cc {
     /// `.cwnd_event`.
     pub fn cwnd_event(&mut self, conn: &mut Conn, ev: CwndEvent) {
         dispatch!(self, c => c.cwnd_event(conn, ev))
+    }
+    /// `.in_ack_event`: every ACK, with whether it carried ECE (`CA_ACK_ECE`).
+    pub fn in_ack_event(&mut self, conn: &mut Conn, ece: bool) {
+        dispatch!(self, c => c.in_ack_event(conn, ece))
+    }
+    /// `TCP_CONG_NEEDS_ECN`: the algorithm requires ECN, and every data
+    /// packet — retransmissions too — is sent ECT (`tcp_ecn_send`).
+    pub fn needs_ecn(&self) -> bool {
+        dispatch!(self, c => c.needs_ecn())
     }
     /// `.pkts_acked`: per-ACK RTT sample (HyStart, Vegas).
     pub fn pkts_acked(&mut self, conn: &mut Conn, sample: &AckSample) {
@@ -360,6 +394,10 @@ pub trait CongestionOps {
     fn set_state(&mut self, _conn: &mut Conn, _new: CaState) {}
     fn cwnd_event(&mut self, _conn: &mut Conn, _ev: CwndEvent) {}
     fn pkts_acked(&mut self, _conn: &mut Conn, _sample: &AckSample) {}
+    fn in_ack_event(&mut self, _conn: &mut Conn, _ece: bool) {}
+    fn needs_ecn(&self) -> bool {
+        false
+    }
     /// Linux's default `tcp_undo_cwnd`-less behaviour: max(cwnd, prior_cwnd) is
     /// handled by the sender; modules return what they want restored.
     fn undo_cwnd(&mut self, conn: &Conn) -> u32 {

@@ -23,6 +23,17 @@
 //!   in quick-ack mode (`tcp_enter_quickack_mode`); Linux adds a D-SACK block,
 //!   this simulator does not.
 //!
+//! ECN (RFC 3168 §6.1.3, Linux `__tcp_ecn_check_ce` / `tcp_ecn_accept_cwr`,
+//! net/ipv4/tcp_input.c, include/net/tcp_ecn.h): a CE-marked data segment
+//! sets `TCP_ECN_DEMAND_CWR` — entering quick-ack mode for two ACKs when it
+//! was not set, "better not delay acks, sender can have a very low cwnd" —
+//! and every ACK carries ECE while it is set; a data segment with CWR
+//! clears it and is ACKed at once. For DCTCP (RFC 8257 §3.2, Linux
+//! `dctcp_ece_ack_update`, net/ipv4/tcp_dctcp.h) ECE instead mirrors the CE
+//! bit of the latest data segment: when that bit changes, a pending delayed
+//! ACK goes out first with the old ECE value for the data before the
+//! segment, and the segment is ACKed at once.
+//!
 //! Every ACK carries the advertised window's right edge (`wnd_end`, in
 //! segments) and a timestamp (TSval in ms, Linux's `tcp_time_stamp_ts`
 //! granularity) that the sender echoes in its data (TSecr) — the receiver's
@@ -59,6 +70,8 @@ pub struct Ack {
     pub wnd_end: u32,
     /// The receiver's timestamp (TSval, ms), echoed by later data segments.
     pub tsval_ms: u32,
+    /// ECN-Echo (RFC 3168 §6.1.3).
+    pub ece: bool,
 }
 
 impl Ack {
@@ -74,6 +87,33 @@ struct CompressedAck {
     rcv_nxt: u32,
     dup_ack_counter: u32,
     timer: Option<Time>,
+}
+
+/// How the receiver echoes CE marks.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum EcnMode {
+    /// No ECN negotiated (`TCP_ECN_OK` clear): CE is ignored.
+    #[default]
+    Off,
+    /// RFC 3168: ECE from a CE mark until CWR.
+    Classic,
+    /// DCTCP (RFC 8257 §3.2): ECE = the CE bit of the latest data segment.
+    Dctcp,
+}
+
+/// The receiver's ECN state (`tp->ecn_flags`, and DCTCP's `ce_state`,
+/// `prior_rcv_nxt`).
+#[derive(Clone, Debug, Default)]
+struct EcnRcv {
+    mode: EcnMode,
+    /// `TCP_ECN_DEMAND_CWR`: ACKs carry ECE.
+    demand_cwr: bool,
+    /// `TCP_ECN_SEEN`: an ECT segment arrived.
+    seen: bool,
+    /// DCTCP: the last data segment was CE.
+    ce_state: bool,
+    /// DCTCP: `rcv_nxt` after the previous data segment.
+    prior_rcv_nxt: u32,
 }
 
 #[inline]
@@ -98,6 +138,11 @@ pub struct Receiver {
     /// Delayed-ACK deadline, if armed.
     pub delack_at: Option<Time>,
     comp: CompressedAck,
+    ecn: EcnRcv,
+    /// Data segments that arrived CE-marked.
+    pub ce_segments: u64,
+    /// ACKs sent with ECE.
+    pub ece_acks: u64,
     /// Receive memory and the advertised window.
     pub win: RcvWindow,
     /// The receiver's smoothed RTT from the handshake (bounds the compression delay).
@@ -122,6 +167,9 @@ impl Receiver {
             ack_now: false,
             delack_at: None,
             comp: CompressedAck::default(),
+            ecn: EcnRcv::default(),
+            ce_segments: 0,
+            ece_acks: 0,
             win: RcvWindow::new(now, cfg),
             srtt: handshake_rtt,
             mss: cfg.mss,
@@ -142,8 +190,66 @@ impl Receiver {
 
     /// `tcp_incr_quickack`.
     fn incr_quickack(&mut self) {
+        self.incr_quickack_max(MAX_QUICKACKS);
+    }
+    fn incr_quickack_max(&mut self, max: u32) {
         let q = (self.win.rcv_wnd / (2 * self.win.rcv_mss as u64)).max(2) as u32;
-        self.quick = self.quick.max(q.min(MAX_QUICKACKS));
+        self.quick = self.quick.max(q.min(max));
+    }
+
+    /// Echo CE marks (the connection negotiated ECN; `Dctcp`: the DCTCP
+    /// receiver's state machine).
+    pub fn set_ecn(&mut self, mode: EcnMode) {
+        self.ecn.mode = mode;
+    }
+
+    /// `tcp_ecn_accept_cwr`: CWR ends the echo; "the sender's cwnd may be
+    /// very low (even just 1 packet), so we should ACK immediately".
+    fn ecn_accept_cwr(&mut self, cwr: bool, len: u32) {
+        if cwr && self.ecn.mode != EcnMode::Off {
+            self.ecn.demand_cwr = false;
+            if len > 0 {
+                self.ack_now = true;
+            }
+        }
+    }
+
+    /// `__tcp_ecn_check_ce`, with DCTCP's `dctcp_ece_ack_update` for the
+    /// `CA_EVENT_ECN_IS_CE` / `CA_EVENT_ECN_NO_CE` events. `nxt` is
+    /// `rcv_nxt` after this segment (Linux records it as DCTCP's
+    /// `prior_rcv_nxt`).
+    fn ecn_check_ce(&mut self, now: Time, ect: bool, ce: bool, nxt: u32, out: &mut Vec<Ack>) {
+        if self.ecn.mode == EcnMode::Off {
+            return;
+        }
+        if !ect {
+            // "If ECT is not set on a segment, and we already seen ECT on a
+            // previous segment, it is probably a retransmit."
+            if self.ecn.seen {
+                self.incr_quickack_max(2);
+            }
+            return;
+        }
+        if self.ecn.mode == EcnMode::Dctcp {
+            if self.ecn.ce_state != ce {
+                // The CE state changed: flush a delayed ACK with the old state
+                // for the data before this segment, then ACK this one at once.
+                if self.delack_at.is_some() {
+                    self.ecn.demand_cwr = self.ecn.ce_state;
+                    out.push(self.special_ack(now, self.ecn.prior_rcv_nxt));
+                }
+                self.ack_now = true;
+            }
+            self.ecn.prior_rcv_nxt = nxt;
+            self.ecn.ce_state = ce;
+            self.ecn.demand_cwr = ce;
+        }
+        if ce && !self.ecn.demand_cwr {
+            // tcp_enter_quickack_mode(sk, 2).
+            self.incr_quickack_max(2);
+            self.ecn.demand_cwr = true;
+        }
+        self.ecn.seen = true;
     }
 
     /// Segment `seq` (`len` payload bytes, echoing TSecr `tsecr_ms`) arrives.
@@ -158,8 +264,20 @@ impl Receiver {
     /// Segment `seq` arrives; the ACKs to send now go to `out` (at most two:
     /// the segment's own, and a window update after the application read).
     pub fn on_segment_all(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, out: &mut Vec<Ack>) {
+        self.on_segment_ecn(now, seq, len, tsecr_ms, false, false, false, out);
+    }
+
+    /// `on_segment_all` with the segment's ECN bits: `ect`/`ce` its IP ECN
+    /// field, `cwr` its TCP CWR flag.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_segment_ecn(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, ect: bool, ce: bool, cwr: bool, out: &mut Vec<Ack>) {
         self.segments_received += 1;
+        if ce {
+            self.ce_segments += 1;
+        }
         self.win.rtt_measure_ts(now, tsecr_ms, len);
+        // tcp_data_queue: tcp_ecn_accept_cwr before the segment is placed.
+        self.ecn_accept_cwr(cwr, len);
         if seq < self.rcv_nxt {
             // tcp_data_queue: old data — quick-ack mode, ACK at once.
             self.incr_quickack();
@@ -169,6 +287,8 @@ impl Receiver {
         if self.ooo_contains(seq) {
             // tcp_data_queue_ofo: all bits already present; dropped, ACKed like
             // other out-of-order data.
+            let nxt = self.rcv_nxt;
+            self.ecn_check_ce(now, ect, ce, nxt, out);
             out.extend(self.ack_snd_check(now, true));
             return;
         }
@@ -195,6 +315,9 @@ impl Receiver {
                 self.seen_data = true;
                 self.incr_quickack();
             }
+            // tcp_event_data_recv → tcp_ecn_check_ce (before tcp_ofo_queue
+            // pulls the out-of-order data in).
+            self.ecn_check_ce(now, ect, ce, seq + 1, out);
             if len >= 128 && self.win.grow_window(len) {
                 self.quick = self.quick.max(1);
             }
@@ -208,6 +331,8 @@ impl Receiver {
         }
         // Out of order (tcp_data_queue_ofo): insert, SACK, maybe grow the
         // window (before the segment is charged, as Linux orders it), charge.
+        let nxt = self.rcv_nxt;
+        self.ecn_check_ce(now, ect, ce, nxt, out);
         let block = self.insert_ooo(seq);
         self.recent.retain(|&(s, e)| !(block.0 <= s && e <= block.1));
         self.recent.insert(0, block);
@@ -316,6 +441,25 @@ impl Receiver {
         let mut ack = self.make_ack();
         ack.wnd_end = ((nxt + window) / self.mss as u64).min(u32::MAX as u64) as u32;
         ack.tsval_ms = ts_ms(now);
+        ack.ece = self.ecn.demand_cwr;
+        self.ece_acks += ack.ece as u64;
+        ack
+    }
+
+    /// DCTCP's `__tcp_send_ack(sk, prior_rcv_nxt)`: an ACK of `cum` that
+    /// leaves the delayed-ACK state alone (`tcp_event_ack_sent` returns early
+    /// for it: "special ACK sent by DCTCP to reflect ECN").
+    fn special_ack(&mut self, now: Time, cum: u32) -> Ack {
+        let nxt = self.bytes(self.rcv_nxt);
+        let mut q = self.quick;
+        let window = self.win.select_window(nxt, &mut q);
+        self.acks_sent += 1;
+        let mut ack = self.make_ack();
+        ack.cum = cum;
+        ack.wnd_end = ((nxt + window) / self.mss as u64).min(u32::MAX as u64) as u32;
+        ack.tsval_ms = ts_ms(now);
+        ack.ece = self.ecn.demand_cwr;
+        self.ece_acks += ack.ece as u64;
         ack
     }
 
@@ -497,5 +641,97 @@ mod tests {
         let mut r = settled();
         let n = r.rcv_nxt;
         assert_eq!(r.on_segment(Time(0), n - 1, MSS, 0).map(|a| a.cum), Some(n));
+    }
+}
+
+#[cfg(test)]
+mod ecn_tests {
+    use super::*;
+
+    fn rcv(mode: EcnMode) -> Receiver {
+        let cfg = RcvConfig { mss: 1448, truesize: 2304, rmem: [4096, 131_072, 6 << 20] };
+        let mut r = Receiver::new(Time::ZERO, cfg, Dur::from_ms(10));
+        r.set_ecn(mode);
+        r
+    }
+
+    fn seg(r: &mut Receiver, t_ms: u64, seq: u32, ce: bool, cwr: bool) -> Vec<Ack> {
+        let mut out = vec![];
+        r.on_segment_ecn(Time(t_ms * 1_000_000), seq, 1448, 0, true, ce, cwr, &mut out);
+        out
+    }
+
+    /// Deliver in-order segments until quick-ack mode is over (ACKs every
+    /// second segment from then on).
+    fn warm_up(r: &mut Receiver) -> u32 {
+        let mut seq = 0;
+        while r.quick > 0 || seq < 40 {
+            seg(r, 1, seq, false, false);
+            seq += 1;
+        }
+        seq
+    }
+
+    #[test]
+    fn classic_echoes_ece_from_ce_until_cwr_and_acks_ce_at_once() {
+        let mut r = rcv(EcnMode::Classic);
+        let mut seq = warm_up(&mut r);
+        // Make a delayed ACK pending (one segment), then a CE segment arrives:
+        // __tcp_ecn_check_ce enters quick-ack mode, so it is ACKed at once.
+        let a = seg(&mut r, 2, seq, false, false);
+        assert!(a.is_empty() && r.delack_at.is_some());
+        seq += 1;
+        let a = seg(&mut r, 2, seq, true, false);
+        seq += 1;
+        assert_eq!(a.len(), 1);
+        assert!(a[0].ece);
+        // Every ACK carries ECE until a CWR segment arrives …
+        for _ in 0..6 {
+            for a in seg(&mut r, 3, seq, false, false) {
+                assert!(a.ece);
+            }
+            seq += 1;
+        }
+        // … which is ACKed at once, without ECE.
+        let a = seg(&mut r, 4, seq, false, true);
+        assert_eq!(a.len(), 1);
+        assert!(!a[0].ece);
+        assert_eq!(r.ce_segments, 1);
+    }
+
+    #[test]
+    fn dctcp_mirrors_ce_and_flushes_the_delayed_ack_on_a_change() {
+        // RFC 8257 §3.2 / Linux dctcp_ece_ack_update.
+        let mut r = rcv(EcnMode::Dctcp);
+        let mut seq = warm_up(&mut r);
+        let a = seg(&mut r, 2, seq, false, false);
+        assert!(a.is_empty() && r.delack_at.is_some());
+        seq += 1;
+        // CE arrives with an ACK delayed: the delayed ACK goes first (ECE
+        // clear, acking only the data before this segment), then this one.
+        let a = seg(&mut r, 2, seq, true, false);
+        assert_eq!(a.len(), 2, "{a:?}");
+        assert!(!a[0].ece && a[0].cum == seq);
+        assert!(a[1].ece && a[1].cum == seq + 1);
+        seq += 1;
+        // A CE run: every ACK carries ECE (how many ACKs depends on the
+        // delayed-ACK rules; this young connection still grows its window
+        // and ACKs most segments at once).
+        let mut n = 0;
+        for _ in 0..6 {
+            for a in seg(&mut r, 3, seq, true, false) {
+                assert!(a.ece);
+                n += 1;
+            }
+            seq += 1;
+        }
+        assert!(n >= 3);
+        // CWR does not end DCTCP's echo of a CE segment.
+        let a = seg(&mut r, 3, seq, true, true);
+        assert!(a.iter().all(|a| a.ece));
+        seq += 1;
+        // Back to not-CE: the ECE run ends at once.
+        let a = seg(&mut r, 4, seq, false, false);
+        assert!(!a.is_empty() && !a.last().unwrap().ece);
     }
 }

@@ -58,6 +58,8 @@ struct Seg {
     delivered: u64,
     /// `tp->lost` at send (BBRv3's `tx.lost`).
     lost: u64,
+    /// `tp->delivered_ce` at send (`tx.delivered_ce`).
+    delivered_ce: u64,
     /// In flight just after this was sent (BBRv3's `tx.in_flight`).
     in_flight: u32,
     /// Transmit-ordered list links (absolute segment numbers).
@@ -94,6 +96,13 @@ pub struct Transmit {
     pub retrans: bool,
     /// TSecr: the timestamp of the latest ACK (ms), echoed to the receiver.
     pub tsecr_ms: u32,
+    /// Sent ECN-capable (ECT(0)): `tcp_ecn_send` marks new data of an ECN
+    /// connection ECT, retransmissions only when the algorithm needs ECN
+    /// (RFC 3168 §6.1.5).
+    pub ect: bool,
+    /// The CWR flag (RFC 3168 §6.1.2): the first new data segment after a
+    /// window reduction (`TCP_ECN_QUEUE_CWR`).
+    pub cwr: bool,
 }
 
 /// What the three-way handshake left the sender with.
@@ -174,6 +183,12 @@ pub struct Sender {
     /// SACK blocks of the previous ACK (Linux `recv_sack_cache`): a block
     /// repeated unchanged is already fully tagged and is skipped.
     sack_cache: [(u32, u32); super::receiver::MAX_SACK_BLOCKS],
+    /// ECN negotiated (`TCP_ECN_OK`): the flow's `ecn`.
+    ecn_ok: bool,
+    /// `TCP_ECN_QUEUE_CWR`: the next new data segment carries CWR.
+    queue_cwr: bool,
+    /// Window reductions entered on ECE (`tcp_enter_cwr`), for tests and the record.
+    pub stats_cwr: u64,
     /// The last ACK's rate sample (tests inspect it).
     #[cfg(test)]
     pub last_rs: RateSample,
@@ -191,6 +206,7 @@ struct AckWork {
     rs_tx_time: Time,
     rs_first_tx: Time,
     rs_prior_time: Time,
+    rs_prior_delivered_ce: u64,
     /// RTT samples: oldest (for srtt, Linux seq_rtt) and newest (ca_rtt).
     oldest_rtt: Option<Dur>,
     newest_rtt: Option<Dur>,
@@ -256,6 +272,9 @@ impl Sender {
             cwnd_limited_seq: 0,
             scratch: Vec::new(),
             sack_cache: [(0, 0); super::receiver::MAX_SACK_BLOCKS],
+            ecn_ok: false,
+            queue_cwr: false,
+            stats_cwr: 0,
             #[cfg(test)]
             last_rs: RateSample::default(),
         };
@@ -271,6 +290,13 @@ impl Sender {
         s.conn.app_limited = APP_LIMITED_UNTIL_FIRST_ACK;
         s.cc.init(&mut s.conn);
         s
+    }
+
+    /// The connection negotiated ECN (RFC 3168 §6.1.1): data is sent ECT and
+    /// ECE on ACKs reduces the window once per window of data.
+    pub fn set_ecn(&mut self, on: bool) {
+        self.ecn_ok = on;
+        self.conn.ecn_ok = on;
     }
 
     // ---- bookkeeping helpers -------------------------------------------------
@@ -549,6 +575,7 @@ impl Sender {
             delivered_time: self.conn.delivered_time,
             delivered: self.conn.delivered,
             lost: self.conn.lost,
+            delivered_ce: self.conn.delivered_ce,
             in_flight: 0,
             prev: NONE,
             next: NONE,
@@ -590,7 +617,12 @@ impl Sender {
         self.conn.lsndtime = now;
         self.stats.sent_bytes += (payload + self.header) as u64;
         self.stats.sent_packets += 1;
-        Transmit { seq, payload, retrans, tsecr_ms: self.ts_recent }
+        // tcp_ecn_send (net/ipv4/tcp_output.c): new data is ECT and takes the
+        // queued CWR; a retransmission is not ECT unless the algorithm needs
+        // ECN (INET_ECN_dontxmit), and never carries CWR.
+        let ect = self.ecn_ok && (!retrans || self.cc.needs_ecn());
+        let cwr = self.ecn_ok && !retrans && std::mem::take(&mut self.queue_cwr);
+        Transmit { seq, payload, retrans, tsecr_ms: self.ts_recent, ect, cwr }
     }
 
     /// Wire bytes of segment `seq`.
@@ -605,6 +637,8 @@ impl Sender {
         self.conn.now = now;
         let prior_in_flight = self.in_flight();
         let mut w = AckWork::default();
+        // tcp_ecn_rcv_ecn_echo: ECE counts only on an ECN connection (FLAG_ECE).
+        let ece = self.ecn_ok && ack.ece;
         // tcp_ack_update_window / tcp_store_ts_recent (ACKs arrive in order here).
         self.wnd_end = ack.wnd_end;
         self.ts_recent = ack.tsval_ms;
@@ -661,6 +695,17 @@ impl Sender {
                 self.tlp_high_seq = None;
             }
         }
+        // tcp_count_delivered: packets this ACK delivered count as CE-echoed
+        // when it carries ECE; then the algorithm's .in_ack_event (DCTCP's
+        // α update). Linux calls the hook after SACK processing and before
+        // the cumulative part is counted; here it sees both (one ACK's
+        // difference in DCTCP's window boundary).
+        if ece {
+            self.conn.delivered_ce += w.newly_delivered as u64;
+        }
+        self.conn.snd_una = self.snd_una;
+        self.conn.snd_nxt = self.snd_nxt;
+        self.cc.in_ack_event(&mut self.conn, ece);
         // 3. RTT samples (tcp_ack_update_rtt): srtt from the oldest newly
         // delivered segment, min_rtt and the rate sample from the newest.
         if let Some(r) = w.oldest_rtt {
@@ -679,10 +724,11 @@ impl Sender {
         // 4. RACK loss detection (tcp_rack_mark_lost).
         let reo_timeout = self.rack_detect_loss(now, &mut w);
         // 5. The recovery state machine (tcp_fastretrans_alert).
-        self.update_ca_state(now);
+        self.update_ca_state(now, ece);
         // 6. Rate sample (tcp_rate_gen) and congestion control (tcp_cong_control).
         self.conn.in_flight = self.in_flight();
-        let rs = self.rate_gen(now, &mut w, prior_in_flight);
+        let mut rs = self.rate_gen(now, &mut w, prior_in_flight);
+        rs.is_ece = ece;
         if w.newly_delivered > 0 {
             let sample = AckSample { pkts_acked: w.newly_delivered, rtt: w.newest_rtt, in_flight: prior_in_flight };
             self.cc.pkts_acked(&mut self.conn, &sample);
@@ -753,6 +799,7 @@ impl Sender {
                 w.rs_valid = true;
                 w.rs.prior_delivered = s.delivered;
                 w.rs_prior_time = s.delivered_time;
+                w.rs_prior_delivered_ce = s.delivered_ce;
                 w.rs.is_app_limited = s.flags & F_APP_LIMITED != 0;
                 w.rs.is_retrans = s.flags & F_EVER_RETRANS != 0;
                 w.rs.tx_in_flight = s.in_flight;
@@ -826,8 +873,10 @@ impl Sender {
         self.stats.lost_segs += 1;
     }
 
-    /// Linux `tcp_fastretrans_alert`, reduced to what SACK + RACK need.
-    fn update_ca_state(&mut self, _now: Time) {
+    /// Linux `tcp_fastretrans_alert`, reduced to what SACK + RACK need, with
+    /// the ECN reaction of `tcp_try_to_open` (`ece`: this ACK carried ECE on
+    /// an ECN connection).
+    fn update_ca_state(&mut self, _now: Time, ece: bool) {
         match self.conn.ca_state {
             CaState::Recovery | CaState::Loss if self.snd_una >= self.high_seq => {
                 // Recovery / Loss is over (tcp_end_cwnd_reduction).
@@ -836,10 +885,24 @@ impl Sender {
                 }
                 self.set_ca_state(CaState::Open);
             }
+            // tcp_fastretrans_alert step D: "CWR is to be held something
+            // *above* high_seq is ACKed for CWR bit to reach receiver" — the
+            // segment that carried CWR is high_seq itself.
+            CaState::Cwr if self.snd_una > self.high_seq => {
+                if !self.cc.has_cong_control() && self.conn.ssthresh < INFINITE_SSTHRESH {
+                    self.conn.cwnd = self.conn.ssthresh;
+                }
+                self.set_ca_state(CaState::Open);
+            }
             _ => {}
         }
         match self.conn.ca_state {
-            CaState::Open | CaState::Disorder if self.conn.lost_out > 0 => self.enter_recovery(),
+            // tcp_enter_recovery from CWR keeps the reduction already under way.
+            CaState::Open | CaState::Disorder | CaState::Cwr if self.conn.lost_out > 0 => self.enter_recovery(),
+            // tcp_try_to_open → tcp_enter_cwr: at most once per window, as
+            // CWR lasts until the window sent before it is acknowledged
+            // (RFC 3168 §6.1.2).
+            CaState::Open | CaState::Disorder if ece => self.enter_cwr(),
             CaState::Open if self.conn.sacked_out > 0 => self.set_ca_state(CaState::Disorder),
             CaState::Disorder if self.conn.sacked_out == 0 => self.set_ca_state(CaState::Open),
             _ => {}
@@ -853,15 +916,34 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_enter_recovery` + `tcp_init_cwnd_reduction`.
+    /// Linux `tcp_enter_recovery`: a reduction starts unless one is under
+    /// way already (`tcp_in_cwnd_reduction`: from CWR, the window keeps
+    /// coming down to the ssthresh the ECE set).
     fn enter_recovery(&mut self) {
+        if self.conn.ca_state != CaState::Cwr {
+            self.init_cwnd_reduction();
+        }
+        self.set_ca_state(CaState::Recovery);
+    }
+
+    /// Linux `tcp_enter_cwr` (net/ipv4/tcp_input.c): on ECE outside a
+    /// reduction, reduce the window by PRR to the algorithm's ssthresh in
+    /// state CWR, and send CWR on the next new data.
+    fn enter_cwr(&mut self) {
+        self.init_cwnd_reduction();
+        self.stats_cwr += 1;
+        self.set_ca_state(CaState::Cwr);
+    }
+
+    /// Linux `tcp_init_cwnd_reduction`, which ends with `tcp_ecn_queue_cwr`.
+    fn init_cwnd_reduction(&mut self) {
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
         self.prior_cwnd = self.conn.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.conn.ssthresh = self.cc.ssthresh(&self.conn);
-        self.set_ca_state(CaState::Recovery);
+        self.queue_cwr = self.ecn_ok;
     }
 
     /// Linux `tcp_rate_gen`.
@@ -885,6 +967,7 @@ impl Sender {
             return rs;
         }
         rs.delivered = c.delivered - rs.prior_delivered;
+        rs.delivered_ce = c.delivered_ce - w.rs_prior_delivered_ce;
         let snd = w.rs_tx_time.saturating_sub(w.rs_first_tx);
         let ack = now.saturating_sub(w.rs_prior_time);
         let interval = snd.max(ack);
@@ -957,8 +1040,9 @@ impl Sender {
             Some((t, XmitTimer::Rto)) if !progress => t,
             _ => now + self.rtt.rto(),
         };
-        // TLP (RFC 8985 §7.2) only in Open state, one probe at a time.
-        if self.conn.ca_state == CaState::Open && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
+        // TLP (RFC 8985 §7.2) only in Open (or ECN CWR, tcp_schedule_loss_probe)
+        // state, one probe at a time.
+        if matches!(self.conn.ca_state, CaState::Open | CaState::Cwr) && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
             let srtt = self.rtt.srtt_or_zero();
             let mut pto = Dur(2 * srtt.0);
             // One packet out: allow for the peer's delayed ACK (Linux adds TCP_RTO_MIN).
@@ -991,7 +1075,7 @@ impl Sender {
                 let mut w = AckWork::default();
                 self.rack.advanced = true;
                 let reo = self.rack_detect_loss(now, &mut w);
-                self.update_ca_state(now);
+                self.update_ca_state(now, false);
                 if w.newly_lost > 0 && !self.cc.has_cong_control() && self.conn.ca_state == CaState::Recovery {
                     // Let PRR send at least the first retransmission.
                     self.conn.cwnd = self.conn.cwnd.max(self.in_flight() + 1);
@@ -1028,7 +1112,10 @@ impl Sender {
         if matches!(st, CaState::Open | CaState::Disorder) || self.high_seq <= self.snd_una || st == CaState::Loss && self.rtt.backoff == 0 {
             self.prior_cwnd = self.conn.cwnd;
             self.conn.ssthresh = self.cc.ssthresh(&self.conn);
+            self.cc.cwnd_event(&mut self.conn, CwndEvent::Loss);
         }
+        // tcp_enter_loss: tcp_ecn_queue_cwr.
+        self.queue_cwr = self.ecn_ok;
         // tcp_timeout_mark_lost: everything not SACKed is lost, except (RACK)
         // segments other than the head sent less than rack.rtt ago.
         let mut seq = self.ts_head;

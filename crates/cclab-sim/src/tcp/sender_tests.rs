@@ -363,3 +363,108 @@ fn unpaced_flow_sizes_tso_from_its_internal_pacing_rate_and_defers_partial_skbs(
     assert_eq!(tx.len() as u32, s.tso_segs());
     assert_eq!(s.conn.cwnd - s.in_flight(), 2);
 }
+
+fn ece(cum: u32) -> Ack {
+    Ack { ece: true, ..ack(cum, &[]) }
+}
+
+#[test]
+fn ece_reduces_the_window_once_per_window_and_sends_cwr_once() {
+    // RFC 3168 §6.1.2; Linux tcp_try_to_open → tcp_enter_cwr: CA_CWR,
+    // ssthresh from the algorithm, PRR down to it, CWR on the next new data
+    // segment; ECE again within the same window changes nothing; CWR ends
+    // when something above high_seq is acked (tcp_fastretrans_alert).
+    let mut s = sender("reno");
+    s.set_ecn(true);
+    s.conn.cwnd = 20;
+    s.conn.ssthresh = 10; // congestion avoidance
+    let tx = send_all(&mut s, 0);
+    assert_eq!(tx.len(), 20);
+    assert!(tx.iter().all(|t| t.ect && !t.cwr));
+    let tx = on_ack(&mut s, 100 * MS, ece(2));
+    assert_eq!(s.conn.ca_state, CaState::Cwr);
+    assert_eq!(s.conn.ssthresh, 10, "tcp_reno_ssthresh: cwnd 20 / 2");
+    assert_eq!(s.stats_cwr, 1);
+    let high = 20;
+    // PRR: 2 delivered × 10/20 = 1 segment sent, carrying CWR.
+    assert_eq!(tx.len(), 1);
+    assert!(tx[0].cwr && tx[0].seq == high);
+    // More ECE within the window: no second reduction, no second CWR.
+    let mut sent = tx.len();
+    for cum in 3..=high {
+        let tx = on_ack(&mut s, (100 + cum as u64) * MS, ece(cum));
+        assert!(tx.iter().all(|t| !t.cwr));
+        sent += tx.len();
+        assert_eq!(s.conn.ca_state, CaState::Cwr, "cum {cum}");
+    }
+    assert_eq!(s.stats_cwr, 1);
+    assert_eq!(s.conn.ssthresh, 10);
+    // PRR sent about ssthresh/prior_cwnd of what was delivered.
+    assert!((9..=11).contains(&sent), "sent {sent} during CWR");
+    // The ACK of the CWR segment (above high_seq) ends CWR with cwnd = ssthresh.
+    on_ack(&mut s, 200 * MS, ack(high + 1, &[]));
+    assert_eq!(s.conn.ca_state, CaState::Open);
+    assert!((10..=11).contains(&s.conn.cwnd), "cwnd {}", s.conn.cwnd);
+    // A new window's ECE reduces again.
+    on_ack(&mut s, 210 * MS, ece(high + 2));
+    assert_eq!(s.conn.ca_state, CaState::Cwr);
+    assert_eq!(s.stats_cwr, 2);
+}
+
+#[test]
+fn ece_is_ignored_without_ecn_and_retransmissions_are_not_ect() {
+    let mut s = sender("cubic");
+    s.conn.cwnd = 20;
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ece(2));
+    assert_eq!(s.conn.ca_state, CaState::Open);
+    // RFC 3168 §6.1.5: retransmitted data is not ECT (Linux INET_ECN_dontxmit)…
+    let mut s = sender("cubic");
+    s.set_ecn(true);
+    s.conn.cwnd = 20;
+    send_all(&mut s, 0);
+    let tx = on_ack(&mut s, 100 * MS, ack(1, &[(2, 6)]));
+    assert_eq!(s.conn.ca_state, CaState::Recovery);
+    let re: Vec<_> = tx.iter().filter(|t| t.retrans).collect();
+    assert!(!re.is_empty() && re.iter().all(|t| !t.ect));
+    assert!(tx.iter().filter(|t| !t.retrans).all(|t| t.ect));
+    // …unless the algorithm needs ECN (DCTCP: TCP_CONG_NEEDS_ECN).
+    let mut s = sender("dctcp");
+    s.set_ecn(true);
+    s.conn.cwnd = 20;
+    send_all(&mut s, 0);
+    let tx = on_ack(&mut s, 100 * MS, ack(1, &[(2, 6)]));
+    assert!(tx.iter().any(|t| t.retrans) && tx.iter().all(|t| t.ect));
+}
+
+#[test]
+fn ece_in_cwr_then_loss_enters_recovery_without_a_second_cut() {
+    // tcp_enter_recovery: no new tcp_init_cwnd_reduction while in CWR.
+    let mut s = sender("cubic");
+    s.set_ecn(true);
+    s.conn.cwnd = 40;
+    s.conn.ssthresh = 20;
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ece(2));
+    assert_eq!(s.conn.ca_state, CaState::Cwr);
+    let ss = s.conn.ssthresh;
+    assert_eq!(ss, 40 * 717 / 1024, "CUBIC β = 717/1024");
+    on_ack(&mut s, 101 * MS, ack(3, &[(4, 9)]));
+    assert_eq!(s.conn.ca_state, CaState::Recovery);
+    assert_eq!(s.conn.ssthresh, ss);
+}
+
+#[test]
+fn dctcp_cuts_by_alpha_over_two_on_ece() {
+    // dctcp_ssthresh with the initial α = 1: half; after unmarked windows α
+    // decays and the cut shrinks (RFC 8257 §3.3).
+    let mut s = sender("dctcp");
+    s.set_ecn(true);
+    s.conn.cwnd = 40;
+    s.conn.ssthresh = 20;
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ece(2));
+    assert_eq!(s.conn.ssthresh, 20);
+    let Cc::Dctcp(d) = &s.cc else { panic!() };
+    assert!(d.alpha >= 1000);
+}

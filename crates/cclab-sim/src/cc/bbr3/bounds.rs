@@ -28,15 +28,25 @@ impl Bbr3 {
             as u32;
     }
 
-    /// `bbr_adapt_lower_bounds`: once per round with loss, when not probing.
+    /// `bbr_adapt_lower_bounds`: once per round with loss or ECE, when not
+    /// probing. ECN (`bbr_ecn_lower_bounds`): inflight_lo × (1 − ecn_factor·α),
+    /// without the floor at what the last round delivered that the loss cut has.
     pub(crate) fn adapt_lower_bounds(&mut self, conn: &Conn) {
         if self.is_probing_bandwidth() {
             return;
+        }
+        let mut ecn_inflight_lo = u32::MAX;
+        if self.ecn_in_round && self.cfg.ecn_factor > 0 {
+            self.init_lower_bounds(conn, false);
+            // bbr_ecn_cut
+            let cut = BBR_UNIT as u64 - ((self.ecn_alpha as u64 * self.cfg.ecn_factor as u64) >> BBR_SCALE);
+            ecn_inflight_lo = ((self.inflight_lo as u64 * cut) >> BBR_SCALE) as u32;
         }
         if self.loss_in_round {
             self.init_lower_bounds(conn, true);
             self.loss_lower_bounds();
         }
+        self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
         if !self.cfg.logic.bw_lo_may_reach_zero {
             self.bw_lo = self.bw_lo.max(1); // v3 only; bbr2_adapt_lower_bounds has no floor
         }
@@ -52,6 +62,8 @@ impl Bbr3 {
     pub(crate) fn reset_congestion_signals(&mut self) {
         self.loss_in_round = false;
         self.loss_in_cycle = false;
+        self.ecn_in_round = false;
+        self.ecn_in_cycle = false;
         self.bw_latest = 0;
         self.inflight_latest = 0;
     }
@@ -95,6 +107,7 @@ impl Bbr3 {
         }
         self.adapt_lower_bounds(conn);
         self.loss_in_round = false;
+        self.ecn_in_round = false;
     }
 
     /// `bbr_note_loss` (from `.skb_marked_lost`; see module docs).

@@ -44,6 +44,29 @@ pub struct Bbr3Config {
     /// min(bw_probe_max_rounds, this × BDP) rounds (0: no Reno bound). v3
     /// hard-wires 1.0.
     pub bw_probe_reno_gain: u32,
+    /// ECN (google/bbr v3 tcp_bbr.c): the sender-side ECN logic runs when the
+    /// connection negotiated ECN *and* the route is marked a shallow-threshold
+    /// ECN environment (`bbr_can_use_ecn`: `TCP_ECN_OK && TCP_ECN_LOW`, set by
+    /// `ip route … features ecn_low`); cclab's `ecn_low` parameter stands for
+    /// that route feature. Off by default, as on a route without it.
+    pub ecn_low: bool,
+    /// `bbr_ecn_alpha_gain` = 1/16: EWMA gain of the per-round CE ratio.
+    pub ecn_alpha_gain: u32,
+    /// `bbr_ecn_alpha_init` = 1.0: "on init, assume the worst".
+    pub ecn_alpha_init: u32,
+    /// `bbr_ecn_factor` = 1/3: on ECN, cut inflight_lo to ×(1 − ecn_factor·ecn_alpha).
+    pub ecn_factor: u32,
+    /// `bbr_ecn_thresh` = 1/2: a CE ratio above it means probing went too far.
+    pub ecn_thresh: u32,
+    /// `bbr_ecn_max_rtt_us` = 5000: the ECN logic is used only on paths with
+    /// min_rtt ≤ 5 ms (0: any RTT).
+    pub ecn_max_rtt_us: u64,
+    /// `bbr_full_ecn_cnt` = 2: STARTUP ends after this many rounds with a CE
+    /// ratio ≥ ecn_thresh.
+    pub full_ecn_cnt: u32,
+    /// `bbr_ecn_reprobe_gain` = 1/2: after a cycle with ECN marks and no
+    /// loss, re-probe at once from about this fraction of inflight_hi (0: off).
+    pub ecn_reprobe_gain: u32,
 }
 
 impl Default for Bbr3Config {
@@ -79,6 +102,14 @@ impl Default for Bbr3Config {
             // bound is min(63, BDP) rounds (bbr_is_reno_coexistence_probe_time).
             bw_probe_pif_gain: BBR_UNIT * 5 / 4,
             bw_probe_reno_gain: BBR_UNIT,
+            ecn_low: false,
+            ecn_alpha_gain: BBR_UNIT / 16,
+            ecn_alpha_init: BBR_UNIT,
+            ecn_factor: BBR_UNIT / 3,
+            ecn_thresh: BBR_UNIT / 2,
+            ecn_max_rtt_us: 5000,
+            full_ecn_cnt: 2,
+            ecn_reprobe_gain: BBR_UNIT / 2,
         }
     }
 }
@@ -110,6 +141,13 @@ pub const PARAMS: &[&str] = &[
     "extra_acked_gain",
     "extra_acked_win_rtts",
     "pacing_margin_percent",
+    "ecn_low",
+    "ecn_alpha_gain",
+    "ecn_factor",
+    "ecn_thresh",
+    "ecn_max_rtt_us",
+    "full_ecn_cnt",
+    "ecn_reprobe_gain",
 ];
 
 fn fraction(
@@ -243,6 +281,38 @@ impl Bbr3Config {
                 fraction(p, "bw_probe_reno_gain", d.bw_probe_reno_gain, 0.0, 64.0)?
             } else {
                 d.bw_probe_reno_gain
+            },
+            ecn_low: known.contains(&"ecn_low") && p.take_bool("ecn_low", d.ecn_low),
+            ecn_alpha_gain: if known.contains(&"ecn_alpha_gain") {
+                fraction(p, "ecn_alpha_gain", d.ecn_alpha_gain, 0.0, 1.0)?
+            } else {
+                d.ecn_alpha_gain
+            },
+            ecn_alpha_init: d.ecn_alpha_init,
+            ecn_factor: if known.contains(&"ecn_factor") {
+                fraction(p, "ecn_factor", d.ecn_factor, 0.0, 0.99)?
+            } else {
+                d.ecn_factor
+            },
+            ecn_thresh: if known.contains(&"ecn_thresh") {
+                fraction(p, "ecn_thresh", d.ecn_thresh, 0.0, 0.99)?
+            } else {
+                d.ecn_thresh
+            },
+            ecn_max_rtt_us: if known.contains(&"ecn_max_rtt_us") {
+                count_param(p, "ecn_max_rtt_us", d.ecn_max_rtt_us, 0)?.min(0x7ffff)
+            } else {
+                d.ecn_max_rtt_us
+            },
+            full_ecn_cnt: if known.contains(&"full_ecn_cnt") {
+                count_param(p, "full_ecn_cnt", d.full_ecn_cnt as u64, 0)? as u32
+            } else {
+                d.full_ecn_cnt
+            },
+            ecn_reprobe_gain: if known.contains(&"ecn_reprobe_gain") {
+                fraction(p, "ecn_reprobe_gain", d.ecn_reprobe_gain, 0.0, 0.99)?
+            } else {
+                d.ecn_reprobe_gain
             },
         };
         if c.probe_rtt_win > c.min_rtt_win {

@@ -1,6 +1,12 @@
 //! BBRv3 as google/bbr's v3 branch runs it (net/ipv4/tcp_bbr.c, BBR_VERSION
-//! 3), with draft-ietf-ccwg-bbr where the code is silent. No ECN, no PLB
-//! (ECN handling may come later; issue 3).
+//! 3), with draft-ietf-ccwg-bbr where the code is silent. No PLB (it only
+//! rehashes the IPv6 flow label). ECN as v3 does it (`bbr_update_ecn_alpha`,
+//! `bbr_ecn_lower_bounds`, the ECN part of `bbr_is_inflight_too_high`,
+//! `bbr_check_ecn_too_high_in_startup`), active only with ECN negotiated and
+//! the `ecn_low` parameter (v3's `bbr_can_use_ecn` needs the route feature
+//! `ecn_low`: CE marks from a shallow threshold) on paths with min_rtt ≤
+//! 5 ms (`bbr_ecn_max_rtt_us`), with the quick re-probe after a cycle of
+//! marks without loss (`bbr_ecn_reprobe_gain` = 1/2).
 //!
 //! Files: [`startup`] (plateau and loss exits), [`drain`], [`probe_bw`]
 //! (DOWN/CRUISE/REFILL/UP and the upper bounds inflight_hi/bw_hi),
@@ -213,6 +219,15 @@ pub struct Bbr3 {
     pub(crate) pacing_rate_bytes: u64,
     /// `bbr_context.sample_bw` of the ACK being processed.
     pub(crate) sample_bw: u64,
+    /// ECN state (google/bbr v3): whether the sender-side ECN logic is on for
+    /// this connection, the CE-ratio EWMA, and the per-round/cycle signals.
+    pub(crate) ecn_eligible: bool,
+    pub(crate) ecn_alpha: u32,
+    pub(crate) alpha_last_delivered: u64,
+    pub(crate) alpha_last_delivered_ce: u64,
+    pub(crate) ecn_in_round: bool,
+    pub(crate) ecn_in_cycle: bool,
+    pub(crate) startup_ecn_rounds: u32,
 }
 
 impl Bbr3 {
@@ -275,6 +290,13 @@ impl Bbr3 {
             loss_events_in_round: 0,
             pacing_rate_bytes: 0,
             sample_bw: 0,
+            ecn_eligible: false,
+            ecn_alpha: cfg.ecn_alpha_init,
+            alpha_last_delivered: 0,
+            alpha_last_delivered_ce: 0,
+            ecn_in_round: false,
+            ecn_in_cycle: false,
+            startup_ecn_rounds: 0,
             cfg,
         }
     }
@@ -463,7 +485,8 @@ impl Bbr3 {
             || (self.mode == Mode::ProbeBw && matches!(self.cycle_idx, Phase::Refill | Phase::Up))
     }
 
-    /// `bbr_is_inflight_too_high`: lost > 2 % of the sampled packet's flight.
+    /// `bbr_is_inflight_too_high`: lost > 2 % of the sampled packet's flight,
+    /// or (ECN-eligible) more than `ecn_thresh` = 1/2 of the delivered packets CE-echoed.
     pub(crate) fn is_inflight_too_high(&self, rs: &RateSample) -> bool {
         if rs.lost > 0 && rs.tx_in_flight > 0 {
             let loss_thresh = (rs.tx_in_flight as u64 * self.cfg.loss_thresh as u64) >> BBR_SCALE;
@@ -471,7 +494,62 @@ impl Bbr3 {
                 return true;
             }
         }
+        if rs.delivered_ce > 0 && rs.delivered > 0 && self.ecn_eligible && self.cfg.ecn_thresh > 0 {
+            let ecn_thresh = (rs.delivered * self.cfg.ecn_thresh as u64) >> BBR_SCALE;
+            if rs.delivered_ce > ecn_thresh {
+                return true;
+            }
+        }
         false
+    }
+
+    /// `bbr_can_use_ecn`: ECN negotiated and the route's `ecn_low` feature.
+    pub(crate) fn can_use_ecn(&self, conn: &Conn) -> bool {
+        conn.ecn_ok && self.cfg.ecn_low
+    }
+
+    /// `bbr_update_ecn_alpha` (once per round): the connection becomes
+    /// ECN-eligible on a path with min_rtt ≤ `ecn_max_rtt_us`; then
+    /// α ← (1 − g)·α + g·(CE-echoed / delivered over the round), g = 1/16.
+    /// Returns the round's CE ratio (in 1/256), or `None`.
+    pub(crate) fn update_ecn_alpha(&mut self, conn: &Conn) -> Option<u64> {
+        let max_rtt_ns = self.cfg.ecn_max_rtt_us * NS_PER_US;
+        if !self.ecn_eligible && self.can_use_ecn(conn) && self.cfg.ecn_factor > 0 && (self.min_rtt_ns <= max_rtt_ns || max_rtt_ns == 0) {
+            self.ecn_eligible = true;
+        }
+        if !self.ecn_eligible {
+            return None;
+        }
+        let delivered = conn.delivered - self.alpha_last_delivered;
+        let delivered_ce = conn.delivered_ce - self.alpha_last_delivered_ce;
+        if delivered == 0 {
+            return None;
+        }
+        let ce_ratio = (delivered_ce << BBR_SCALE) / delivered;
+        let gain = self.cfg.ecn_alpha_gain as u64;
+        let mut alpha = ((BBR_UNIT as u64 - gain) * self.ecn_alpha as u64) >> BBR_SCALE;
+        alpha += (gain * ce_ratio) >> BBR_SCALE;
+        self.ecn_alpha = alpha.min(BBR_UNIT as u64) as u32;
+        self.alpha_last_delivered = conn.delivered;
+        self.alpha_last_delivered_ce = conn.delivered_ce;
+        self.check_ecn_too_high_in_startup(conn, ce_ratio);
+        Some(ce_ratio)
+    }
+
+    /// `bbr_check_ecn_too_high_in_startup`: STARTUP ends after `full_ecn_cnt`
+    /// consecutive rounds with a CE ratio ≥ `ecn_thresh`.
+    fn check_ecn_too_high_in_startup(&mut self, conn: &Conn, ce_ratio: u64) {
+        if self.full_bw_reached || !self.ecn_eligible || self.cfg.full_ecn_cnt == 0 || self.cfg.ecn_thresh == 0 {
+            return;
+        }
+        if ce_ratio >= self.cfg.ecn_thresh as u64 {
+            self.startup_ecn_rounds += 1;
+        } else {
+            self.startup_ecn_rounds = 0;
+        }
+        if self.startup_ecn_rounds >= self.cfg.full_ecn_cnt {
+            self.handle_queue_too_high_in_startup(conn);
+        }
     }
 
     /// `bbr_update_gains`.
@@ -518,7 +596,10 @@ impl Bbr3 {
         self.update_round_start(conn, rs);
         if self.round_start {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xFF);
+            self.update_ecn_alpha(conn);
         }
+        // (PLB, bbr_plb, is not modelled: it only rehashes the IPv6 flow label.)
+        self.ecn_in_round |= self.ecn_eligible && rs.is_ece;
         self.calculate_bw_sample(rs);
         self.update_latest_delivery_signals(conn, rs);
         self.update_model(conn, rs);
@@ -530,6 +611,7 @@ impl Bbr3 {
         self.advance_latest_delivery_signals(rs);
         self.prev_ca_state = conn.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
+        self.ecn_in_cycle |= rs.delivered_ce > 0;
     }
 
     /// `bbr_init`.
@@ -566,6 +648,11 @@ impl Bbr3 {
         self.undo_inflight_lo = 0;
         self.undo_inflight_hi = 0;
         self.loss_events_in_round = 0;
+        self.startup_ecn_rounds = 0;
+        self.ecn_eligible = false;
+        self.ecn_alpha = self.cfg.ecn_alpha_init;
+        self.alpha_last_delivered = 0;
+        self.alpha_last_delivered_ce = 0;
         self.reset_congestion_signals();
         self.bw_lo = u64::MAX;
         self.bw_hi = [0, 0];
@@ -604,6 +691,12 @@ impl CongestionOps for Bbr3 {
     }
     fn init(&mut self, conn: &mut Conn) {
         self.bbr_init(conn);
+    }
+    /// v3 `bbr_init`: `TCP_ECN_ECT_PERMANENT` when `bbr_can_use_ecn` — every
+    /// packet ECT, and (`bbr_precise_ece_ack`) the DCTCP-style per-segment
+    /// CE echo at the receiver, which the `ecn_low` route feature promises.
+    fn needs_ecn(&self) -> bool {
+        self.cfg.ecn_low
     }
     /// `bbr_ssthresh`: save cwnd and the loss-adapted bounds for undo.
     fn ssthresh(&mut self, conn: &Conn) -> u32 {

@@ -9,7 +9,7 @@
 //! flips once per cycle, so it spans 2 cycles.
 
 use super::{AckPhase, Bbr3, Mode, Phase, BBR_SCALE, BBR_UNIT};
-use crate::cc::{Conn, RateSample};
+use crate::cc::{CaState, Conn, RateSample};
 
 /// `bbr_pacing_gain[]` (v3), indexed by [`Phase`]: UP 5/4, DOWN 91/100, CRUISE 1, REFILL 1.
 /// (draft-ietf-ccwg-bbr says DOWN 0.9; the code's 91/100 is 232/256 ≈ 0.906.)
@@ -168,8 +168,23 @@ impl Bbr3 {
         conn.now > self.cycle_mstamp + crate::time::Dur::from_us(interval_us)
     }
 
-    /// `bbr_check_time_to_probe_bw` (no ECN re-probe).
+    /// `bbr_check_time_to_probe_bw`. ECN re-probe: after a cycle with ECN
+    /// marks and no loss (in state Open), probe again at once, starting the
+    /// inflight_hi growth at about `ecn_reprobe_gain` × inflight_hi
+    /// (2^n per round, n = ilog2(inflight_hi × gain)) — "in case
+    /// cross-traffic has ceased and freed up bw".
     fn check_time_to_probe_bw(&mut self, conn: &Conn) -> bool {
+        if self.cfg.ecn_reprobe_gain > 0
+            && self.ecn_eligible
+            && self.ecn_in_cycle
+            && !self.loss_in_cycle
+            && conn.ca_state == CaState::Open
+        {
+            let v = (self.inflight_hi as u64 * self.cfg.ecn_reprobe_gain as u64) >> BBR_SCALE;
+            let n = if v == 0 { 0 } else { 63 - v.leading_zeros() };
+            self.start_bw_probe_refill(conn, n);
+            return true;
+        }
         if self.has_elapsed_in_phase(conn, self.probe_wait_us)
             || self.is_reno_coexistence_probe_time(conn)
         {
