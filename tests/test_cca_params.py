@@ -23,7 +23,11 @@ from cclab.scenario import known_algorithms, scenario_from_dict
 
 
 def scenario(cca: dict) -> dict:
-    return {"name": "p", "duration": "30ms", "link": {"rate": "10Mbps"}, "flows": [{"cca": cca, "rtt": "10ms"}]}
+    flow = {"cca": cca, "rtt": "10ms"}
+    name = cca if isinstance(cca, str) else cca.get("name")
+    if name == "dctcp":  # DCTCP needs ECN-capable packets (RFC 8257)
+        flow["ecn"] = True
+    return {"name": "p", "duration": "30ms", "link": {"rate": "10Mbps"}, "flows": [flow]}
 
 
 def simulate(cca: dict) -> None:

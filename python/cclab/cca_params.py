@@ -194,6 +194,21 @@ BBR3 = {
     **_BBR3_COMMON,
     # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
     "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP (0.25)"),
+    # The ECN response (google/bbr v3 tcp_bbr.c), used only with ecn_low on an ECN flow.
+    "ecn_low": _switch("use the ECN response on this (low-RTT) path (off)"),
+    "ecn_alpha_gain": Param(0, 1, doc="EWMA gain of the per-round CE ratio (1/16)"),
+    "ecn_factor": Param(0, 0.99, doc="inflight_lo cut per unit of ECN alpha (1/3)"),
+    "ecn_thresh": Param(0, 0.99, doc="CE ratio of a round that ends probing (0.5)"),
+    # The engine caps the value at 0x7ffff µs (the v3 field width): refused above, never clamped.
+    "ecn_max_rtt_us": _count(0, "ECN logic only when min RTT is below this, µs (5000)", 0x7FFFF),
+    "full_ecn_cnt": _count(0, "rounds with a high CE ratio that end Startup (2)"),
+    "ecn_reprobe_gain": Param(0, 0.99, doc="bandwidth re-probe gain after an ECN-marked cycle (0.5)"),
+}
+
+#: DCTCP (Linux tcp_dctcp.c): module parameters dctcp_shift_g (0..10) and dctcp_alpha_on_init (0..1024).
+DCTCP = {
+    "shift_g": _count(0, "EWMA weight g = 1/2^shift_g (4)", 10),
+    "alpha_on_init": _count(0, "initial alpha in 1/1024 (1024)", 1024),
 }
 
 BBR2 = {
@@ -213,6 +228,7 @@ PARAMS: dict[str, dict[str, Param]] = {
     "bbr_sticky_rtprop": BBR1,
     "bbr2": BBR2,
     "bbr3": BBR3,
+    "dctcp": DCTCP,
 }
 
 #: Defaults the cross-parameter rules need (the engine's).
