@@ -12,8 +12,8 @@
 
 use crate::config::Ir;
 use crate::{emulator, traffic};
-use std::io::Write;
 use std::collections::HashMap;
+use std::io::Write;
 
 fn parse(args: &[String]) -> Result<HashMap<String, String>, String> {
     let mut m = HashMap::new();
@@ -89,5 +89,13 @@ pub fn main(argv: &[String]) -> i32 {
 /// Name the process `cclab-link` (`/proc/PID/comm`, what `ps` and `top`
 /// show) also when it runs inside a Python interpreter.
 fn set_process_name() {
-    unsafe { libc::prctl(libc::PR_SET_NAME, c"cclab-link".as_ptr() as libc::c_ulong, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_NAME,
+            c"cclab-link".as_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
 }
