@@ -42,6 +42,14 @@ sys.stdin.readline()
 """
 
 
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
 def _ppid(pid: int) -> int:
     with open(f"/proc/{pid}/stat") as fh:
         return int(fh.read().rsplit(")", 1)[1].split()[1])
@@ -86,7 +94,10 @@ def test_clean_kills_an_orphaned_emulator_of_a_killed_run_and_removes_its_namesp
         result = netns.clean()
         assert emu_pid in result["processes"]
         assert {ns.snd, ns.rcv} <= set(result["namespaces"])
-        assert not os.path.exists(f"/proc/{emu_pid}")
+        deadline = time.monotonic() + 10  # killed; its new parent (pid 1) reaps it in its own time
+        while time.monotonic() < deadline and _state(emu_pid) not in ("gone", "Z"):
+            time.sleep(0.05)
+        assert _state(emu_pid) in ("gone", "Z")
     finally:
         if owner.poll() is None:
             owner.kill()
