@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Install everything cclab needs on a Debian-like machine, idempotently.
-#   bash scripts/setup.sh          runtime: the Python package (compiles the Rust engine)
-#   bash scripts/setup.sh --test   also what the test suite needs (iperf3, chromium, pytest)
+#   bash scripts/setup.sh          runtime: the Python package (compiles the Rust engine and link emulator)
+#   bash scripts/setup.sh --test   also what the test suite needs (iperf3, chromium, pytest, Dask)
 # Needs a Rust toolchain ≥ 1.82 (cargo) and Python ≥ 3.11 with pip; as root it
 # apt-installs the system packages, otherwise it says which are missing.
+# Which Python: an active virtual environment; else python3 unless it is
+# externally managed (PEP 668); else the project venv .venv, created here
+# (scripts/python-env.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/python-env.sh
 
 want_test=0
 [ "${1:-}" = "--test" ] && want_test=1
@@ -24,10 +28,15 @@ if [ "$rust_minor" -lt 82 ]; then
 fi
 python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
   echo "error: Python ≥ 3.11 is required (found $(python3 --version))" >&2; exit 1; }
+cclab_choose_python
 
-# 2. System packages: iperf3 for the kernel backend, chromium for the report test.
+# 2. System packages: iperf3 for the kernel backend, chromium for the report test,
+#    python3-venv where the project venv must be created and ensurepip is missing.
 pkgs=(iperf3 iproute2)
 [ $want_test -eq 1 ] && pkgs+=(chromium)
+if [ "$CCLAB_NEEDS_VENV" -eq 1 ] && ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+  pkgs+=("python3-venv")
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -43,12 +52,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# 3. The Python package; pip builds the Rust engine through maturin.
+# 3. The Python environment: the project venv where python3 is externally managed.
+if [ "$CCLAB_NEEDS_VENV" -eq 1 ]; then
+  say "python3 is externally managed (PEP 668): creating the project venv .venv"
+  python3 -m venv .venv
+fi
+say "python: $PY"
+
+# 4. The Python package; pip builds the Rust engine (simulator + link emulator) through maturin.
 extra=""
 [ $want_test -eq 1 ] && extra="[test]"
-say "pip install -e .$extra (compiles the Rust simulator; first build takes a few minutes)"
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".$extra"
-# 4. The kernel backend's link emulator (a separate Rust binary, found in target/release).
-say "cargo build --release -p cclab-link (the kernel backend's link emulator)"
-cargo build --release --locked -q -p cclab-link
-say "done: $(cclab version 2>/dev/null || echo 'cclab installed')"
+say "pip install -e .$extra (compiles the Rust simulator and link emulator; first build takes a few minutes)"
+"$PY" -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".$extra"
+say "done: $(cclab version 2>/dev/null | sed -n 1p) ($PY)"

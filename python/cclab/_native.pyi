@@ -38,3 +38,8 @@ def simulate(ir_json: str) -> RawOutput:
     """Run one resolved scenario (docs/ir.md, as JSON) and return the raw
     cumulative sampled output of docs/record.md as numpy arrays. Releases the
     GIL while running. Raises ValueError for an IR the engine rejects."""
+
+def link_main(argv: list[str]) -> int:
+    """Run the kernel backend's link emulator (crates/cclab-link) with ``argv``
+    (``argv[0]`` is the program name); its exit code. Linux only;
+    ``python -m cclab._link …`` calls it."""

@@ -54,7 +54,9 @@ def doctor(
     t.add_row("root", yes(caps["root"]))
     t.add_row("network namespaces", yes(caps["netns"]))
     t.add_row("TUN (/dev/net/tun)", yes(caps["tun"]))
-    t.add_row("cclab-link emulator", caps["cclab_link_version"] or "[red]not built[/red]")
+    where = caps["cclab_link"] or ""
+    where = "built into cclab" if where.endswith(" -m cclab._link") else where
+    t.add_row("cclab-link emulator", f"{caps['cclab_link_version']} ({where})" if caps["cclab_link_version"] else "[red]not found[/red]")
     if "netem" in caps:
         t.add_row("netem qdisc", yes(caps["netem"]))
         t.add_row("tbf qdisc", yes(caps["tbf"]))

@@ -29,10 +29,11 @@ def _fail(msg: str, code: int = 2) -> "typer.Exit":
 def _user_errors() -> tuple[type[BaseException], ...]:
     from cclab.errors import ScenarioError
     from cclab.record import RecordError
+    from cclab.runner import DaskMissingError
     from cclab.store import StoreBusyError
     from cclab.sweep import SweepError
 
-    return (SweepError, ScenarioError, RecordError, StoreBusyError)
+    return (SweepError, ScenarioError, RecordError, StoreBusyError, DaskMissingError)
 
 
 def dry_run_command(sweep, backend: str, jobs, allow_large: bool) -> int:

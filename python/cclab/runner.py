@@ -118,6 +118,19 @@ def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: 
         return {"ok": False, "error": f"{type(e).__name__}: {e}\n{tb}", "wall_s": time.monotonic() - t0}
 
 
+class DaskMissingError(RuntimeError):
+    """A Dask scheduler was asked for, but Dask (the ``cclab[dask]`` extra) is not installed."""
+
+
+def _require_dask() -> None:
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise DaskMissingError(
+            "--scheduler needs Dask, which is not installed; install it with: pip install 'cclab[dask]'"
+        ) from None
+
+
 def run_sweep(
     sweep: Sweep,
     out_dir: str | Path,
@@ -131,9 +144,13 @@ def run_sweep(
     """Run every point of `sweep` into `out_dir`, skipping intact complete records.
 
     Raises :class:`cclab.store.StoreBusyError` if another sweep runs in
-    `out_dir`, and `KeyboardInterrupt` after a Ctrl-C has stopped the runs.
+    `out_dir`, :class:`DaskMissingError` for a `scheduler` without Dask
+    installed (the ``cclab[dask]`` extra), and `KeyboardInterrupt` after a
+    Ctrl-C has stopped the runs.
     """
     t0 = time.monotonic()
+    if scheduler is not None:
+        _require_dask()
     store = SweepStore(out_dir)
     tasks = plan(sweep, backend, allow_large=allow_large)
     for t in tasks:

@@ -1,9 +1,9 @@
 """Fixtures of the kernel-backend tests.
 
 Root/TUN tests skip with a reason where root or /dev/net/tun is missing. The
-cclab-link binary is built once per session if none is found
-(``cargo build --release -p cclab-link``, into the repository's target/;
-scripts/setup.sh already builds it). The emulator's Rust unit tests run in
+emulator is the one built into the extension module (``python -m
+cclab._link``); only with an extension built without it is the cclab-link
+binary built once per session (``cargo build --release -p cclab-link``). The emulator's Rust unit tests run in
 scripts/test.sh's ``cargo test``. Every test that creates namespaces goes through
 ``cclab.kernel.backend`` (which removes them in a ``finally``) and the
 ``no_leftovers`` fixture asserts nothing with the cclab prefix remains.
@@ -20,8 +20,8 @@ from cclab.kernel import machine, netns
 
 
 @pytest.fixture(scope="session")
-def kernel_ready() -> str:
-    """Skip unless this machine can run the kernel backend; returns the cclab-link path."""
+def kernel_ready() -> list[str]:
+    """Skip unless this machine can run the kernel backend; returns the command that starts cclab-link."""
     if not machine.is_root():
         pytest.skip("kernel backend tests need root (network namespaces, TUN devices)")
     if not machine.tun_available():
@@ -33,7 +33,7 @@ def kernel_ready() -> str:
 
 
 @pytest.fixture
-def no_leftovers(kernel_ready: str):
+def no_leftovers(kernel_ready: list[str]):
     """Assert the test left no cclab namespace or cclab-link process behind (ours: by pid prefix)."""
     mine = f"{netns.PREFIX}{os.getpid()}-"
     yield

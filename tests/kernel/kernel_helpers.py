@@ -33,8 +33,10 @@ def scenario_ir(**overrides: Any) -> dict[str, Any]:
     return resolve(scenario_from_dict(data))
 
 
-def _build_binary() -> str | None:
-    found = machine.link_binary()
+def _build_binary() -> list[str] | None:
+    """How the emulator starts (machine.link_command): the one built into the
+    extension module; only an extension built without it needs a cargo build."""
+    found = machine.link_command()
     if found:
         return found
     cargo = shutil.which("cargo")
@@ -43,7 +45,7 @@ def _build_binary() -> str | None:
     r = subprocess.run([cargo, "build", "--release", "-p", "cclab-link"], cwd=REPO, capture_output=True, text=True)
     if r.returncode != 0:
         pytest.fail("cargo build -p cclab-link failed:\n" + r.stderr[-2000:])
-    return machine.link_binary()
+    return machine.link_command()
 
 
 def cclab_namespaces() -> list[str]:
@@ -58,11 +60,7 @@ def cclab_link_processes_of(prefix: str) -> list[int]:
     (other runs on the machine — a benchmark, another test session — are not ours)."""
     mine = []
     for pid in netns.cclab_link_processes():
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                args = fh.read().split(b"\0")
-        except OSError:
-            continue
+        args = netns._cmdline(pid)
         if any(a.startswith(f"{netns.NETNS_DIR}/{prefix}".encode()) for a in args):
             mine.append(pid)
     return mine

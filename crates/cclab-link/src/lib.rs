@@ -17,7 +17,10 @@
 //!   per socket, goodput counted by the receiving application).
 //! * [`rwnd`] — receive-window limits, applied to the receiver's ACKs.
 //! * [`sys`] — the few raw syscalls (setns, TUN, clocks, signals).
+//! * [`cli`] — the command line (`emulate`, `send`, `recv`, `version`), run
+//!   by the `cclab-link` binary and by `python -m cclab._link`.
 
+pub mod cli;
 pub mod config;
 pub mod ecn;
 pub mod emulator;

@@ -1,76 +1,10 @@
-//! `cclab-link` — see README.md. Subcommands:
-//!
-//! * `emulate --ir FILE --snd-netns PATH --rcv-netns PATH --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
-//! * `send --ir FILE --netns PATH --t0 NS`
-//! * `recv --ir FILE --netns PATH --t0 NS --out FILE`
-//! * `version`
-//!
-//! It is started by python/cclab/kernel/backend.py, which creates the
-//! namespaces and removes them afterwards; it is not meant to be run by hand.
-
-use cclab_link::config::Ir;
-use cclab_link::{emulator, traffic};
-use std::collections::HashMap;
-
-fn parse(args: &[String]) -> Result<HashMap<String, String>, String> {
-    let mut m = HashMap::new();
-    let mut it = args.iter();
-    while let Some(k) = it.next() {
-        let key = k
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument {k:?}"))?;
-        let v = it.next().ok_or_else(|| format!("--{key} needs a value"))?;
-        m.insert(key.to_string(), v.clone());
-    }
-    Ok(m)
-}
-
-fn get<'a>(m: &'a HashMap<String, String>, k: &str) -> Result<&'a str, String> {
-    m.get(k)
-        .map(|s| s.as_str())
-        .ok_or_else(|| format!("missing --{k}"))
-}
-
-fn load_ir(m: &HashMap<String, String>) -> Result<Ir, String> {
-    let p = get(m, "ir")?;
-    Ir::from_json(&std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?)
-}
-
-fn t0(m: &HashMap<String, String>) -> Result<u64, String> {
-    get(m, "t0")?
-        .parse()
-        .map_err(|_| "--t0 must be an integer (CLOCK_MONOTONIC ns)".to_string())
-}
+//! `cclab-link` — see README.md and src/cli.rs (the command line, shared
+//! with `python -m cclab._link`).
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
-    let cmd = argv.get(1).map(|s| s.as_str()).unwrap_or("");
-    let result = parse(argv.get(2..).unwrap_or(&[])).and_then(|m| match cmd {
-        "emulate" => emulator::run(&emulator::EmulatorArgs {
-            ir_path: get(&m, "ir")?.into(),
-            snd_netns: get(&m, "snd-netns")?.into(),
-            rcv_netns: get(&m, "rcv-netns")?.into(),
-            dev: m.get("dev").cloned().unwrap_or_else(|| "cltun".into()),
-            out_dir: get(&m, "out")?.into(),
-            spin_ns: m
-                .get("spin-ns")
-                .map(|s| s.parse().unwrap_or(0))
-                .unwrap_or(0),
-            rt_prio: m
-                .get("rt-prio")
-                .map(|s| s.parse().unwrap_or(0))
-                .unwrap_or(0),
-        }),
-        "send" => traffic::send(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?),
-        "recv" => traffic::recv(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?, get(&m, "out")?),
-        "version" => {
-            println!("cclab-link {}", cclab_link::VERSION);
-            Ok(())
-        }
-        _ => Err("usage: cclab-link emulate|send|recv|version [--key value …]".into()),
-    });
-    if let Err(e) = result {
-        eprintln!("cclab-link {cmd}: {e}");
-        std::process::exit(2);
+    let code = cclab_link::cli::main(&argv);
+    if code != 0 {
+        std::process::exit(code);
     }
 }

@@ -76,11 +76,23 @@ fn simulate(py: Python<'_>, ir_json: &str) -> PyResult<PyObject> {
     Ok(d.into())
 }
 
+/// Run the kernel backend's link emulator (crates/cclab-link) with the
+/// command line `argv` (`argv[0]` is the program name) and return its exit
+/// code; `python -m cclab._link …` calls it, in a process of its own. The
+/// GIL is released for the whole run.
+#[cfg(target_os = "linux")]
+#[pyfunction]
+fn link_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.allow_threads(|| cclab_link::cli::main(&argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
     m.add("IR_VERSION", cclab_sim::scenario::IR_VERSION)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    #[cfg(target_os = "linux")]
+    m.add_function(wrap_pyfunction!(link_main, m)?)?;
     Ok(())
 }

@@ -159,7 +159,7 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
         raise ScenarioError("backend", "kernel", "the kernel backend needs root (network namespaces and TUN devices)", "run as root, or use --backend sim")
     if not machine.tun_available():
         raise ScenarioError("backend", "kernel", "/dev/net/tun is not available", "load the tun module, or use --backend sim")
-    if machine.link_binary() is None:
+    if machine.link_command() is None:
         raise ScenarioError("backend", "kernel", "the cclab-link emulator binary was not found", machine.build_hint())
 
 
@@ -302,8 +302,10 @@ class EmulatedPath:
     it directly (e.g. to ping across the emulated path).
     """
 
-    def __init__(self, ir: Mapping[str, Any], binary: str, ns: RunNamespaces, workdir: Path):
-        self.ir, self.binary, self.ns, self.workdir = ir, binary, ns, workdir
+    def __init__(self, ir: Mapping[str, Any], command: list[str], ns: RunNamespaces, workdir: Path):
+        # command: how the emulator starts (machine.link_command), its subcommand follows
+        self.ir, self.command, self.ns, self.workdir = ir, command, ns, workdir
+        self.names: dict[int, str] = {}
         self.ir_path = workdir / "resolved.json"
         self.procs: list[subprocess.Popen] = []
         self.emulator: subprocess.Popen | None = None
@@ -312,6 +314,7 @@ class EmulatedPath:
     def spawn(self, args: list[str], name: str, expect: str, stdin: bool = False) -> subprocess.Popen:
         p = _spawn(args, self.workdir, name, stdin=stdin)
         self.procs.append(p)
+        self.names[p.pid] = name
         _wait_line(p, expect, 10.0, f"cclab-link {name}", self.workdir / f"{name}.stderr")
         return p
 
@@ -325,8 +328,7 @@ class EmulatedPath:
     def check_alive(self) -> None:
         for p in self.procs:
             if p.poll() is not None:
-                name = p.args[1] if isinstance(p.args, list) else "?"
-                name = {"emulate": "emulator"}.get(name, name)
+                name = self.names.get(p.pid, "?")
                 err = (self.workdir / f"{name}.stderr").read_text(errors="replace").strip()
                 raise KernelRunError(f"cclab-link {name} exited early ({p.returncode}): {err[-300:]}")
 
@@ -338,14 +340,14 @@ class EmulatedPath:
 def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> Iterator[EmulatedPath]:
     """Namespaces + emulator for ``ir``; everything is removed on exit, whatever happens."""
     check(ir, enforce_rate_limit=enforce_rate_limit)
-    binary = machine.link_binary()
-    assert binary is not None
+    command = machine.link_command()
+    assert command is not None
     cleaned = clean()  # leftovers of runs that were killed (their owner process is gone)
     n_flows = len(ir["flows"])
     mtu = int(ir["mss"]) + int(ir["header_bytes"])
     ns = RunNamespaces()
     workdir = Path(tempfile.mkdtemp(prefix=f"cclab-{ns.run_id}-"))
-    path = EmulatedPath(ir, binary, ns, workdir)
+    path = EmulatedPath(ir, command, ns, workdir)
     path.cleaned = cleaned  # type: ignore[attr-defined]
     old_term = None
     if threading.current_thread() is threading.main_thread():
@@ -361,7 +363,7 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
         path.ir_path.write_text(json.dumps(ir))
         ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]))
         path.emulator = path.spawn(
-            [binary, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
+            [*command, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
              "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
             "emulator", "ready", stdin=True,
         )  # fmt: skip
@@ -400,14 +402,14 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
     max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
     sampler: _Sampler | None = None
     with emulated_path(ir, enforce_rate_limit=enforce_rate_limit) as path:
-        ns, workdir, binary, ir_path = path.ns, path.workdir, path.binary, path.ir_path
+        ns, workdir, command, ir_path = path.ns, path.workdir, path.command, path.ir_path
         try:
             setup_start = time.monotonic_ns()
             t0 = setup_start + SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
             path.start(t0)
-            path.spawn([binary, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
+            path.spawn([*command, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
                         "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
-            path.spawn([binary, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
+            path.spawn([*command, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
             sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
             if time.monotonic_ns() >= t0:
                 raise KernelRunError(
@@ -427,7 +429,7 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
             path.stop()
             if sampler.error is not None:
                 raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
-            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, binary)  # type: ignore[attr-defined]
+            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command)  # type: ignore[attr-defined]
         finally:
             if sampler is not None:
                 sampler.stop_flag.set()
@@ -492,7 +494,7 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
 
 def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
               cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any],
-              binary: str) -> dict[str, Any]:  # fmt: skip
+              command: list[str]) -> dict[str, Any]:  # fmt: skip
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     flows_ir = list(ir["flows"])
@@ -598,7 +600,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         },
         "emulator": {**{k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "lateness_ns_data", "lateness_ns_ack", "wakeup_lateness_ns",
                                             "counters", "cpu_ns", "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
-                     "binary": str(binary),
+                     "binary": " ".join(command),
                      "capacity_check": cap_stats},
     }
     return {

@@ -1,5 +1,5 @@
-"""What this machine offers the kernel backend (``cclab doctor``), and where
-the ``cclab-link`` binary is."""
+"""What this machine offers the kernel backend (``cclab doctor``), and how
+the ``cclab-link`` emulator is started (:func:`link_command`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import platform
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ __all__ = [
     "allowed_ccas",
     "capabilities",
     "is_root",
-    "link_binary",
+    "link_command",
     "max_rate_bps",
     "tun_available",
 ]
@@ -67,14 +68,32 @@ def max_rate_bps(packet_bytes: int) -> int:
     return min(MAX_PPS * packet_bytes * 8, MAX_BPS)
 
 
-def link_binary() -> str | None:
-    """The cclab-link executable: $CCLAB_LINK if set; else the newest of the
-    workspace's release builds ($CARGO_TARGET_DIR, then the repository's
-    target/) — a stale build must not shadow a fresh one — else $PATH.
-    `bash scripts/setup.sh` builds it."""
+def _native_has_link() -> bool:
+    try:
+        from cclab import _native
+    except ImportError:
+        return False
+    return hasattr(_native, "link_main")
+
+
+def link_command() -> list[str] | None:
+    """The command that starts the cclab-link emulator (its subcommand and
+    options follow), or None:
+
+    1. ``$CCLAB_LINK`` if set (a ``cclab-link`` executable, e.g. a
+       ``cargo build --release -p cclab-link``), else
+    2. ``[sys.executable, "-m", "cclab._link"]``: the emulator compiled into
+       this install's extension module — what every wheel, ``pip install .``
+       and editable install has (it is rebuilt with the simulator), else
+    3. for an extension built before the emulator moved into it: the newest
+       workspace release build (``$CARGO_TARGET_DIR``, the repository's
+       target/), then ``cclab-link`` on ``$PATH``.
+    """
     env = os.environ.get("CCLAB_LINK")
     if env:
-        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+        return [env] if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    if _native_has_link():
+        return [sys.executable, "-m", "cclab._link"]
     candidates = []
     target = os.environ.get("CARGO_TARGET_DIR")
     if target:
@@ -82,12 +101,25 @@ def link_binary() -> str | None:
     candidates.append(str(_REPO / "target" / "release" / "cclab-link"))
     found = [c for c in candidates if os.path.isfile(c) and os.access(c, os.X_OK)]
     if found:
-        return max(found, key=lambda c: os.stat(c).st_mtime)
-    return shutil.which("cclab-link")
+        return [max(found, key=lambda c: os.stat(c).st_mtime)]
+    which = shutil.which("cclab-link")
+    return [which] if which else None
+
+
+def link_file(command: list[str]) -> str:
+    """The file whose bytes are the emulator of ``command`` (hashed into parity engine keys)."""
+    if command[1:] == ["-m", "cclab._link"]:
+        from cclab import _native
+
+        return str(_native.__file__)
+    return command[0]
 
 
 def build_hint() -> str:
-    return f"build it with: cargo build --release -p cclab-link (in {_REPO}), or set CCLAB_LINK=/path/to/cclab-link"
+    if os.environ.get("CCLAB_LINK"):
+        return f"CCLAB_LINK={os.environ['CCLAB_LINK']} is not an executable file; unset it to use the emulator built into cclab"
+    return ("reinstall cclab (pip install cclab, or pip install -e . in a source checkout: the emulator is built "
+            "into its extension module), or set CCLAB_LINK=/path/to/cclab-link (cargo build --release -p cclab-link)")
 
 
 def _qdisc_available(kind: str) -> bool:
@@ -125,11 +157,12 @@ def _bpf_struct_ops() -> bool:
 def capabilities(probe_qdiscs: bool = True) -> dict[str, Any]:
     """Everything ``cclab doctor`` reports, as data."""
     root = is_root()
-    binary = link_binary()
+    command = link_command()
+    binary = " ".join(command) if command else None
     version = None
-    if binary:
+    if command:
         try:
-            version = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=5).stdout.strip()
+            version = subprocess.run([*command, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             version = None
     caps: dict[str, Any] = {
@@ -160,7 +193,7 @@ def capabilities(probe_qdiscs: bool = True) -> dict[str, Any]:
     if not caps["tun"]:
         reasons.append("/dev/net/tun is missing")
     if binary is None:
-        reasons.append("cclab-link binary not found; " + build_hint())
+        reasons.append("cclab-link emulator not found; " + build_hint())
     caps["kernel_backend"] = bool(can_run)
     caps["why_not"] = reasons
     return caps

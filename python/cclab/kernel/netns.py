@@ -257,11 +257,29 @@ def _exe_name(pid: int) -> str:
         return ""
 
 
+def _cmdline(pid: int) -> list[bytes]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().split(b"\0")
+    except OSError:
+        return []
+
+
+def is_cclab_link(pid: int) -> bool:
+    """Whether ``pid`` is a cclab-link process: the standalone binary (its
+    executable is named ``cclab-link``) or the emulator built into the
+    extension module, ``<python> … -m cclab._link …`` (machine.link_command)."""
+    if _exe_name(pid) == "cclab-link":
+        return True
+    args = _cmdline(pid)
+    return any(a == b"-m" and b == b"cclab._link" for a, b in zip(args, args[1:]))
+
+
 def _kill_cclab_link(pids: list[int]) -> list[int]:
     """SIGKILL those of ``pids`` that are cclab-link processes (and only those)."""
     killed = []
     for pid in pids:
-        if _exe_name(pid) == "cclab-link":
+        if is_cclab_link(pid):
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed.append(pid)
@@ -295,8 +313,9 @@ def _alive(pid: int) -> bool:
 
 
 def cclab_link_processes() -> list[int]:
-    """Pids of running cclab-link processes (any run)."""
-    return [int(p) for p in os.listdir("/proc") if p.isdigit() and _exe_name(int(p)) == "cclab-link"]
+    """Pids of running cclab-link processes (any run), binary or ``python -m cclab._link``."""
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) != me and is_cclab_link(int(p))]
 
 
 def leftovers(include_live: bool = False) -> dict[str, list[Any]]:
@@ -327,11 +346,7 @@ def leftovers(include_live: bool = False) -> dict[str, list[Any]]:
 
 
 def _serves_cclab_namespace(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            args = fh.read().split(b"\0")
-    except OSError:
-        return False
+    args = _cmdline(pid)
     return any(a.startswith(f"{NETNS_DIR}/{PREFIX}".encode()) for a in args)
 
 

@@ -95,17 +95,17 @@ def sim_engine_key() -> str:
 
 @lru_cache(maxsize=1)
 def kernel_engine_key() -> str:
-    """Kernel release + cclab-link version + a hash of the cclab-link binary."""
+    """Kernel release + cclab-link version + a hash of the file the emulator runs from (binary or extension module)."""
     from cclab.kernel import machine
 
-    binary = machine.link_binary()
-    if binary is None:
+    command = machine.link_command()
+    if command is None:
         return f"kernel {os.uname().release} + cclab-link (not built)"
     try:
-        version = subprocess.run([binary, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        version = subprocess.run([*command, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         version = "?"
-    return f"kernel {os.uname().release} + {version or 'cclab-link ?'} {_sha256(binary)[:16]}"
+    return f"kernel {os.uname().release} + {version or 'cclab-link ?'} {_sha256(machine.link_file(command))[:16]}"
 
 
 def _slug(case_id: str) -> str:
