@@ -247,6 +247,25 @@ def _loss(value: Any) -> Any:
 Loss = Annotated[float | str | LossModel, BeforeValidator(_loss)]
 
 
+
+def _flatten_named_table(data: Any, example: str, name_allowed: str, params_allowed: str) -> Any:
+    """``{name, params = {…}, key = value …}`` → ``{name, params}``: parameters may sit beside the name
+    in TOML (``{ name = "codel", target = "5ms" }``) or in a ``params`` table; shared by ``cca`` and
+    ``qdisc``."""
+    if not isinstance(data, dict):
+        raise ScenarioError("", data, f"{show_value(data)} is not a table", example)
+    if "name" not in data:
+        raise ScenarioError("name", None, "required field missing", name_allowed)
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        raise ScenarioError("params", params, f"{show_value(params)} is not a table", params_allowed)
+    params = dict(params)
+    for key, value in data.items():
+        if key not in ("name", "params"):
+            params[key] = value
+    return {"name": data["name"], "params": params}
+
+
 class Qdisc(_Model):
     """A queue discipline with parameters (docs/queues.md).
 
@@ -268,21 +287,10 @@ class Qdisc(_Model):
     def _known_fields_only(cls, data: Any) -> Any:  # parameters sit beside the name in TOML
         if isinstance(data, BaseModel):
             return data
-        if not isinstance(data, dict):
-            raise ScenarioError("", data, f"{show_value(data)} is not a table",
-                                'expected a name or a table, e.g. qdisc = { name = "codel", target = "5ms" }')
-        if "name" not in data:
-            raise ScenarioError("name", None, "required field missing",
-                                f"expected a queue discipline; {qdiscs.allowed_names()}")
-        params = data.get("params", {})
-        if not isinstance(params, dict):
-            raise ScenarioError("params", params, f"{show_value(params)} is not a table",
-                                "expected parameter names with values")
-        params = dict(params)
-        for key, value in data.items():
-            if key not in ("name", "params"):
-                params[key] = value
-        return {"name": data["name"], "params": {str(key): value for key, value in params.items()}}
+        data = _flatten_named_table(data, 'expected a name or a table, e.g. qdisc = { name = "codel", target = "5ms" }',
+                                    f"expected a queue discipline; {qdiscs.allowed_names()}",
+                                    "expected parameter names with values")  # fmt: skip
+        return {"name": data["name"], "params": {str(key): value for key, value in data["params"].items()}}
 
     @field_validator("name", mode="before")
     @classmethod
@@ -431,20 +439,10 @@ class Cca(_Model):
     def _known_fields_only(cls, data: Any) -> Any:  # parameters sit beside the name in TOML
         if isinstance(data, BaseModel):
             return data
-        if not isinstance(data, dict):
-            raise ScenarioError("", data, f"{show_value(data)} is not a table",
-                                'expected e.g. { name = "bbr", cwnd_gain = 1.5 }')
-        if "name" not in data:
-            raise ScenarioError("name", None, "required field missing",
-                                f"expected an algorithm name; allowed: {', '.join(sorted(known_algorithms()))}")
-        params = data.get("params", {})
-        if not isinstance(params, dict):
-            raise ScenarioError("params", params, f"{show_value(params)} is not a table",
-                                "expected parameter names with numbers")
-        params = dict(params)
-        for key, value in data.items():
-            if key not in ("name", "params"):
-                params[key] = value
+        data = _flatten_named_table(data, 'expected e.g. { name = "bbr", cwnd_gain = 1.5 }',
+                                    f"expected an algorithm name; allowed: {', '.join(sorted(known_algorithms()))}",
+                                    "expected parameter names with numbers")  # fmt: skip
+        params = data["params"]
         for key, number in params.items():
             if isinstance(number, int) and abs(number) > 2**53:
                 raise ScenarioError(str(key), number, f"{show_value(number)} is too large to be represented exactly",
