@@ -1,4 +1,10 @@
-"""Every algorithm parameter a scenario may set, with its allowed range: one registry.
+"""Every algorithm and every parameter a scenario may set, with its allowed range: one registry.
+
+The algorithm names and their parameters are :data:`PARAMS` — the one list
+that validation (:func:`check_algorithm`, :func:`check_params`), the docs and
+``cclab algorithms`` read; ``tests/test_cca_params.py`` checks that it names
+exactly the engine's algorithms and parameters (``cclab._native.algorithms()``),
+in the engine's order.
 
 ``cca = { name = "cubic", beta = 0.8 }`` is checked here when the scenario is
 built, so an out-of-range value is a one-line error naming the field, the
@@ -27,7 +33,7 @@ from typing import Any
 
 from .errors import ScenarioError, show_value
 
-__all__ = ["PARAMS", "Param", "check_params", "describe"]
+__all__ = ["PARAMS", "Param", "algorithm_names", "check_algorithm", "check_params", "describe"]
 
 #: Largest integer count (rounds, packets, samples) a parameter takes.
 MAX_COUNT = 10**6
@@ -190,10 +196,21 @@ _BBR3_COMMON = {
     "pacing_margin_percent": _count(0, "pacing below the estimate, % (1)", 99),
 }
 
+def _after(params: dict[str, Param], key: str, extra: dict[str, Param]) -> dict[str, Param]:
+    """``params`` with ``extra`` inserted after ``key`` (the engine's order)."""
+    out: dict[str, Param] = {}
+    for name, p in params.items():
+        out[name] = p
+        if name == key:
+            out.update(extra)
+    return out
+
+
 BBR3 = {
-    **_BBR3_COMMON,
-    # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
-    "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP (0.25)"),
+    **_after(_BBR3_COMMON, "probe_bw_down_gain", {
+        # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
+        "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP (0.25)"),
+    }),
     # The ECN response (google/bbr v3 tcp_bbr.c), used only with ecn_low on an ECN flow.
     "ecn_low": _switch("use the ECN response on this (low-RTT) path (off)"),
     "ecn_alpha_gain": Param(0, 1, doc="EWMA gain of the per-round CE ratio (1/16)"),
@@ -217,19 +234,32 @@ BBR2 = {
     "bw_probe_reno_gain": Param(0, 64, doc="Reno-coexistence probe bound, × BDP rounds (1)"),
 }
 
-#: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator.
+#: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator, in the engine's order.
 PARAMS: dict[str, dict[str, Param]] = {
     "reno": RENO,
     "cubic": CUBIC,
-    "vegas": VEGAS,
     "bbr": BBR1,
+    "bbr2": BBR2,
+    "bbr3": BBR3,
+    "vegas": VEGAS,
+    "dctcp": DCTCP,
     "bbr_shallow": BBR1,
     "bbr_cwnd_feedback": BBR1,
     "bbr_sticky_rtprop": BBR1,
-    "bbr2": BBR2,
-    "bbr3": BBR3,
-    "dctcp": DCTCP,
 }
+
+
+def algorithm_names() -> list[str]:
+    """Every algorithm name, sorted (as error messages list them)."""
+    return sorted(PARAMS)
+
+
+def check_algorithm(value: Any) -> str:
+    """``value`` if it names an algorithm; else a :class:`ScenarioError` (field ``""``) listing them."""
+    if not isinstance(value, str) or value not in PARAMS:
+        raise ScenarioError("", value, f"{show_value(value)} is not a known congestion control algorithm",
+                            f"allowed: {', '.join(algorithm_names())}")
+    return value
 
 #: Defaults the cross-parameter rules need (the engine's).
 _BBR1_CWND_GAIN = {"bbr_shallow": 1.5}
@@ -243,23 +273,23 @@ def describe(algorithm: str) -> list[tuple[str, str, str]]:
 
 
 def check_params(algorithm: str, params: dict[str, Any], field: str = "") -> dict[str, float]:
-    """Check ``params`` of ``algorithm`` against the registry; return them as floats.
+    """Check ``params`` of ``algorithm`` (a name :func:`check_algorithm` accepts) against the
+    registry; return them as floats.
 
-    Raises :class:`ScenarioError` naming ``<field>.<parameter>``, the value
-    and the allowed range (or the rule two parameters break). Whether a name
-    is a parameter of the algorithm at all is the engine's list
-    (``cclab.scenario.known_algorithms``), checked by the callers; a name the
-    registry lacks (only possible with an engine newer than this file, see
-    ``tests/test_cca_params.py``) is passed on for the engine to check.
+    Raises :class:`ScenarioError` naming ``<field>.<parameter>``: a name that is
+    not a parameter of the algorithm (with the list of those that are), or the
+    value and the allowed range (or the rule two parameters break).
     """
-    registry = PARAMS.get(algorithm, {})
+    registry = PARAMS[algorithm]
+    for key, value in params.items():
+        if key not in registry:
+            listing = f"allowed: {', '.join(registry)}" if registry else f"{algorithm} takes no parameters"
+            raise ScenarioError(f"{field}.{key}" if field else str(key), value, f"unknown parameter of {algorithm!r}",
+                                listing)
     out: dict[str, float] = {}
     for key, value in params.items():
         where = f"{field}.{key}" if field else str(key)
-        p = registry.get(key)
-        if p is None:
-            out[str(key)] = _number(value, where, Param(-math.inf, math.inf))
-            continue
+        p = registry[key]
         number = _number(value, where, p)
         if not p.contains(number):
             raise ScenarioError(where, value, f"{show_value(value)} is out of range", p.allowed)
