@@ -22,14 +22,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cclab import metrics, record
 from cclab.backends import get_backend
-from cclab.record import Run
 
 __all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_resolved", "run_to_dir"]
 
 #: Where ``run`` writes when no ``out`` is given: ``runs/<name>-<short IR hash>``.
 RUNS_DIR = Path("runs")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Run":  # cclab.record (pandas, pyarrow) loads on first use
+        from cclab.record import Run
+
+        return Run
+    raise AttributeError(f"module 'cclab.api' has no attribute {name!r}")
 
 
 def cclab_version() -> str:
@@ -122,7 +128,7 @@ def run_resolved(ir: Mapping[str, Any], scenario_toml: str, out_dir: str | Path,
 
 def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, overwrite: bool,
          allow_large: bool) -> Run:  # fmt: skip
-    from cclab import limits
+    from cclab import limits, metrics, record
     from cclab.resolve import ir_hash
 
     record.check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
@@ -154,8 +160,8 @@ def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, ove
     path = record.write_run(
         out_dir, scenario_toml=toml_text, ir=ir, meta=meta, flows=flows, link=link, summary=summary, overwrite=overwrite
     )
-    return Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
-               scenario_toml=toml_text, path=path)  # fmt: skip
+    return record.Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
+                      scenario_toml=toml_text, path=path)  # fmt: skip
 
 
 def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed: int | None = None,
@@ -171,4 +177,6 @@ def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed
 
 def load(run_dir: str | Path) -> Run:
     """Load a complete run record (:func:`cclab.record.read_run`)."""
+    from cclab import record
+
     return record.read_run(run_dir)
