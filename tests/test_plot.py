@@ -23,7 +23,7 @@ def test_fixture_record_is_complete():
 
 
 def test_png_and_svg(run, tmp_path):
-    files = run.plot(tmp_path / "ts", formats=("png", "svg"))
+    files = run.save_plot(tmp_path / "ts", formats=("png", "svg"))
     assert [f.name for f in files] == ["ts.png", "ts.svg"]
     png, svg = (f.read_bytes() for f in files)
     assert png.startswith(PNG_MAGIC) and len(png) > 10_000
@@ -34,7 +34,18 @@ def test_png_and_svg(run, tmp_path):
 
 def test_default_path_is_inside_the_record(run, tmp_path):
     copy = record.Run(**{**run.__dict__, "path": tmp_path})
-    assert copy.plot() == [tmp_path / "timeseries.png"]
+    assert copy.save_plot() == [tmp_path / "timeseries.png"]
+
+
+def test_run_plot_returns_a_figure_and_saves_nothing(run, tmp_path):
+    from matplotlib.figure import Figure
+
+    copy = record.Run(**{**run.__dict__, "path": tmp_path})
+    fig = copy.plot()
+    assert isinstance(fig, Figure) and fig.axes[0].get_ylabel().startswith("goodput")
+    assert list(tmp_path.iterdir()) == []  # saving is a separate step (save_plot, fig.savefig)
+    jain = copy.plot("jain")  # any run figure of the registry, from the run in memory
+    assert isinstance(jain, Figure) and jain.axes[0].get_ylabel() == "Jain's fairness index"
 
 
 def test_figure_panels_and_state_strip(run):
@@ -78,7 +89,7 @@ def test_state_spans():
 
 def test_bad_format(run, tmp_path):
     with pytest.raises(ValueError, match="not supported"):
-        run.plot(tmp_path / "x", formats=("gif",))
+        run.save_plot(tmp_path / "x", formats=("gif",))
 
 
 def test_every_bbr_state_the_engine_names_is_shaded():

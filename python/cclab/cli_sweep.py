@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep_cmd(
-        file: Path = typer.Argument(..., help="Sweep file (TOML: base, trials, [axes], [zip])."),
+        file: Path = typer.Argument(..., metavar="FILE", help="Sweep file (TOML: base, trials, [axes], [zip])."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep directory [default: sweeps/<file stem>]."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes [default: all cores]."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT."),
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("table")
     def table_cmd(
-        sweep_dir: Path = typer.Argument(..., help="A sweep directory."),
+        sweep_dir: Path = typer.Argument(..., metavar="SWEEP_DIR", help="A sweep directory."),
         metric: Optional[list[str]] = typer.Option(
             None, "--metric", "-m", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
         ),
@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("plot")
     def plot_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
         list_kinds: bool = typer.Option(False, "--list", help="List the figure kinds."),
@@ -176,7 +176,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
     ) -> None:
         """Write one self-contained HTML page: scenario, summary tables, all figures."""
@@ -191,7 +191,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reproduce")
     def reproduce_cmd(
-        name: Optional[str] = typer.Argument(None, help="Preset name (see --list)."),
+        name: Optional[str] = typer.Argument(None, metavar="NAME", help="Preset name (see --list)."),
         list_presets: bool = typer.Option(False, "--list", help="List the presets."),
         quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),

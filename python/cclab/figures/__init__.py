@@ -71,6 +71,17 @@ def register(name: str, scope: str, doc: str):
 class Target:
     """What a figure is drawn from: a sweep directory or one run directory."""
 
+    _run: Any = None  # a run in memory (Target.of_run)
+
+    @classmethod
+    def of_run(cls, run: Any) -> "Target":
+        """A run in memory (:class:`cclab.record.Run`), e.g. from ``cclab.run(…)``: nothing is read from disk."""
+        target = cls.__new__(cls)
+        target.path = Path(run.path) if run.path is not None else Path(".")
+        target.kind = "run"
+        target._run = run
+        return target
+
     def __init__(self, path: str | Path):
         from cclab.record import is_complete
         from cclab.store import POINTS
@@ -113,10 +124,22 @@ class Target:
         df = df[df["trial"] == trial] if (df["trial"] == trial).any() else df
         return [({a: row[a] for a in self.axes}, self.path / "runs" / row["run_id"]) for _, row in df.iterrows()]
 
+    def run_records(self, trial: int = 0):
+        """(axis values, :class:`cclab.record.Run`) of every point's run for `trial`, in point order (read lazily)."""
+        from cclab.record import read_run
+
+        if self._run is not None:
+            yield {}, self._run
+            return
+        for params, run_dir in self.runs(trial):
+            yield params, read_run(run_dir)
+
     def run(self, point: int | None = None):
         """One run record (`cclab.record.Run`): the run itself, or a sweep's point."""
         from cclab.record import read_run
 
+        if self._run is not None:
+            return self._run
         if self.kind == "run":
             return read_run(self.path)
         df = self.results

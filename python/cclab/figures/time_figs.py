@@ -30,13 +30,10 @@ def jain(target: Target, smooth_s: float | None = 1.0, trial: int = 0, title: st
         raise FigureError(f"{len(runs)} runs are too many to overlay (at most 12)")
     import matplotlib
 
-    from cclab.record import read_run
-
     fig = Figure(figsize=(7.5, 3.6), layout="constrained")
     ax = fig.subplots()
     cmap = matplotlib.colormaps["viridis"]
-    for i, (params, run_dir) in enumerate(runs):
-        run = read_run(run_dir)
+    for i, (params, run) in enumerate(target.run_records(trial)):
         s = _smooth(jain_series(run.flows), smooth_s)
         # a label is text: control characters escaped, "$" never starts mathtext
         lab = (", ".join(param_label(k, v) for k, v in params.items()) or printable(run.name)).replace("$", r"\$")
