@@ -30,6 +30,9 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     rwnd = "4MB"                     # optional, receive-window limit
     ecn = false                      # default false; true: ECN (RFC 3168; required by cca = "dctcp")
 
+    [host]                           # optional
+    jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
+
 The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
 converts them into the integer IR. Each field is checked here on its own
 (units, signs, names); checks that relate fields (start before the end of the
@@ -67,6 +70,7 @@ __all__ = [
     "Qdisc",
     "Cca",
     "FlowGroup",
+    "Host",
     "known_algorithms",
     "load_scenario",
     "scenario_from_dict",
@@ -541,6 +545,22 @@ class Measure(_Model):
     to: PositiveDuration | None = None
 
 
+class Host(_Model):
+    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`)."""
+
+    _where: ClassVar[str] = "host"
+
+    jitter: dict[str, Any] | None = None
+
+    @field_validator("jitter", mode="before")
+    @classmethod
+    def _jitter(cls, value: Any) -> Any:
+        from .jitter import jitter_table
+
+        jitter_table(value, "")  # every check, one line each
+        return value
+
+
 class Scenario(_Model):
     """One experiment: a bottleneck link and the flows crossing it.
 
@@ -558,6 +578,7 @@ class Scenario(_Model):
     measure: Measure = Field(default_factory=Measure)
     link: Link
     flows: list[FlowGroup]
+    host: Host = Field(default_factory=Host)
 
     _base_dir: Path | None = PrivateAttr(default=None)
 
@@ -608,6 +629,8 @@ class Scenario(_Model):
         data = self.model_dump(by_alias=True, exclude_none=True)
         if not data["link"]["schedule"]:
             del data["link"]["schedule"]
+        if not data.get("host"):
+            data.pop("host", None)
         for group in data["flows"]:
             if isinstance(group["cca"], dict):
                 group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}
