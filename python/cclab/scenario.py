@@ -30,6 +30,9 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     rwnd = "4MB"                     # optional, receive-window limit
     ecn = false                      # default false; true: ECN (RFC 3168; required by cca = "dctcp")
 
+    [host]                           # optional
+    jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
+
 Each value is parsed once, here: the models keep the strings users wrote
 (``rate == "80Mbps"``, printed and saved as written) as typed values that
 carry their exact meaning (:class:`cclab.units.Rate` ``.bps``,
@@ -72,6 +75,7 @@ __all__ = [
     "Qdisc",
     "Cca",
     "FlowGroup",
+    "Host",
     "known_algorithms",
     "load_scenario",
     "scenario_from_dict",
@@ -532,6 +536,22 @@ class Measure(_Model):
     to: PositiveDuration | None = None
 
 
+class Host(_Model):
+    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`)."""
+
+    _where: ClassVar[str] = "host"
+
+    jitter: dict[str, Any] | None = None
+
+    @field_validator("jitter", mode="before")
+    @classmethod
+    def _jitter(cls, value: Any) -> Any:
+        from .jitter import jitter_table
+
+        jitter_table(value, "")  # every check, one line each
+        return value
+
+
 class Scenario(_Model):
     """One experiment: a bottleneck link and the flows crossing it.
 
@@ -549,6 +569,7 @@ class Scenario(_Model):
     measure: Measure = Field(default_factory=Measure)
     link: Link
     flows: list[FlowGroup]
+    host: Host = Field(default_factory=Host)
 
     _base_dir: Path | None = PrivateAttr(default=None)
 
@@ -599,6 +620,8 @@ class Scenario(_Model):
         data = self.model_dump(by_alias=True, exclude_none=True)
         if not data["link"]["schedule"]:
             del data["link"]["schedule"]
+        if not data.get("host"):
+            data.pop("host", None)
         for group in data["flows"]:
             if isinstance(group["cca"], dict):
                 group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}
