@@ -542,14 +542,28 @@ class Host(_Model):
     _where: ClassVar[str] = "host"
 
     jitter: dict[str, Any] | None = None
+    #: The quantile table (IR ``host.jitter_ns``), made once when the scenario is validated.
+    _jitter_ns: list[int] | None = PrivateAttr(default=None)
 
     @field_validator("jitter", mode="before")
     @classmethod
-    def _jitter(cls, value: Any) -> Any:
+    def _jitter_is_a_table(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, dict):
+            from .jitter import jitter_table
+
+            jitter_table(value, "")  # its one-line error for what is not a table
+        return value
+
+    @model_validator(mode="after")
+    def _jitter(self) -> Host:
         from .jitter import jitter_table
 
-        jitter_table(value, "")  # every check, one line each
-        return value
+        self._jitter_ns = jitter_table(self.jitter, "jitter")  # every check, one line each
+        return self
+
+    @property
+    def jitter_ns(self) -> list[int] | None:
+        return self._jitter_ns
 
 
 class Scenario(_Model):
