@@ -241,3 +241,29 @@ def test_every_default_figure_with_several_lines_has_a_legend(fx, name):
             assert legends, (name, spec, labelled)
             shown = {tx.get_text() for leg in legends for tx in leg.get_texts()}
             assert set(labelled) <= shown, (name, spec, labelled, shown)
+
+
+def test_plot_for_a_paper_column_writes_vector_pdf(fx, tmp_path):
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from cclab.cli_sweep import register
+
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--size", "column", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    pdfs = sorted((tmp_path / "p").iterdir())
+    assert pdfs and all(p.suffix == ".pdf" for p in pdfs)
+    for pdf in pdfs:
+        data = pdf.read_bytes()
+        width = float(re.search(rb"/MediaBox \[ *[\d.]+ [\d.]+ ([\d.]+)", data).group(1))
+        assert width == pytest.approx(3.5 * 72, abs=0.5), pdf.name  # one paper column
+        assert b"/Subtype /Image" not in data and b"/FontFile2" in data
+    fig = draw(Target(fx("buffer")), "line", x="link.buffer", y="agg.utilization", size="page")
+    assert fig.get_size_inches()[0] == pytest.approx(7.16)
+    assert fig.axes[0].xaxis.label.get_fontsize() == 8  # paper text size
+    bad = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--format", "gif"])
+    assert bad.exit_code == 2 and "expected png, svg or pdf" in bad.output

@@ -158,17 +158,25 @@ def register(app: typer.Typer) -> None:
         target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
+        fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
+                                                "[default: png and svg; with --size: pdf]."),
+        size: Optional[str] = typer.Option(None, "--size", help="For a paper: column (3.5 in wide) or page "
+                                           "(7.16 in, two columns); 8 pt text."),
         list_kinds: bool = typer.Option(False, "--list", help="List the figure kinds."),
     ) -> None:
-        """Draw figures (PNG + SVG) for a run or a sweep."""
+        """Draw figures for a run or a sweep (PNG and SVG; vector PDF sized for a paper with --size)."""
         from cclab import figures
 
         if list_kinds:
             for name, fig in figures.REGISTRY.items():
                 typer.echo(f"{name:18} {fig.scope:6} {fig.doc}")
             return
+        formats = tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg")
+        bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+        if bad:
+            raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
         try:
-            written = figures.render_all(target, kinds=kind, out_dir=out)
+            written = figures.render_all(target, kinds=kind, out_dir=out, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
         for path in written:

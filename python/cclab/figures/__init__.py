@@ -153,17 +153,24 @@ class Target:
         return read_run(self.path / "runs" / row["run_id"])
 
 
-def draw(target: Target | str | Path, kind: str, **params: Any) -> Figure:
+def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **params: Any) -> Figure:
+    """The figure ``kind`` of ``target`` with ``params``. ``size``: ``"column"`` or ``"page"`` draws
+    it for a paper (one or two columns wide, 8 pt text; :data:`cclab.plot.PAPER_WIDTHS`)."""
+    from cclab.plot import PAPER_WIDTHS, fit_width, paper_style
+
     if not isinstance(target, Target):
         target = Target(target)
     if kind not in REGISTRY:
         raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
+    if size is not None and size not in PAPER_WIDTHS:
+        raise FigureError(f"figure size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
     fk = REGISTRY[kind]
     params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
     if fk.scope == "sweep" and target.kind != "sweep":
         raise FigureError(f"figure {kind!r} needs a sweep directory, {target.path} is a run")
     try:
-        return fk.draw(target, **params)
+        with paper_style(size):
+            return fit_width(fk.draw(target, **params), size)
     except TypeError as e:
         if "unexpected keyword" in str(e):
             raise FigureError(f"figure {kind!r}: {e}") from None
@@ -194,27 +201,23 @@ def spec_name(spec: dict[str, Any], i: int) -> str:
     return f"{i:02d}-{spec['kind']}" + (f"-{slug}" if slug else "")
 
 
-def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=("png", "svg")):
-    """Draw each spec to out_dir/<name>.{png,svg}; yields (spec, name, paths or error)."""
-    import matplotlib.pyplot as plt
-
+def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=("png", "svg"), size: str | None = None):
+    """Draw each spec to out_dir/<name>.<format>; yields (spec, name, paths or error)."""
     from cclab.plot import save_figure
 
     for i, spec in enumerate(specs):
         params = {k: v for k, v in spec.items() if k != "kind"}
         name = spec_name(spec, i)
         try:
-            fig = draw(target, spec["kind"], **params)
+            fig = draw(target, spec["kind"], size=size, **params)
         except FigureError as e:
             yield spec, name, e
             continue
-        try:
-            yield spec, name, save_figure(fig, out_dir / name, formats)
-        finally:
-            plt.close(fig)
+        yield spec, name, save_figure(fig, out_dir / name, formats)
 
 
-def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None) -> list[Path]:
+def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None,
+               formats: tuple[str, ...] = ("png", "svg"), size: str | None = None) -> list[Path]:  # fmt: skip
     """`cclab plot`: draw the default (or the named kinds of) figures; return the files."""
     target = Target(path)
     specs = default_specs(target)
@@ -228,7 +231,7 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
     out_dir = out_dir or target.path / "figures"
     written: list[Path] = []
     errors = []
-    for spec, name, result in render(target, specs, out_dir):
+    for spec, name, result in render(target, specs, out_dir, formats=formats, size=size):
         if isinstance(result, Exception):
             errors.append(f"{name}: {result}")
         else:
