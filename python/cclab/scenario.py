@@ -537,19 +537,25 @@ class Measure(_Model):
 
 
 class Host(_Model):
-    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`)."""
+    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`), kept as
+    written and as the engine's quantile table (:attr:`jitter_table`)."""
 
     _where: ClassVar[str] = "host"
 
-    jitter: dict[str, Any] | None = None
+    jitter: Any = None  # checked by jitter_table (one line with the allowed forms)
+    _jitter_table: list[int] = PrivateAttr(default_factory=list)
 
-    @field_validator("jitter", mode="before")
-    @classmethod
-    def _jitter(cls, value: Any) -> Any:
+    @model_validator(mode="after")
+    def _table(self) -> Host:
         from .jitter import jitter_table
 
-        jitter_table(value, "")  # every check, one line each
-        return value
+        self._jitter_table = jitter_table(self.jitter, "jitter")  # every check, one line each
+        return self
+
+    @property
+    def jitter_table(self) -> list[int]:
+        """``host.jitter_ns`` of the IR (``[]``: no jitter)."""
+        return self._jitter_table
 
 
 class Scenario(_Model):
