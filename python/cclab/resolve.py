@@ -328,7 +328,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "more than the 4 GiB a socket buffer can be",
                             "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
-    jitter = scenario.host.jitter_ns  # made when the scenario was validated
+    jitter = scenario.host.jitter_table
     if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
         host["jitter_ns"] = jitter
     return {
