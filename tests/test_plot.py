@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import numpy as np
@@ -33,14 +35,14 @@ def test_png_and_svg(run, tmp_path):
 
 
 def test_default_path_is_inside_the_record(run, tmp_path):
-    copy = record.Run(**{**run.__dict__, "path": tmp_path})
+    copy = dataclasses.replace(run, path=tmp_path)
     assert copy.save_plot() == [tmp_path / "timeseries.png"]
 
 
 def test_run_plot_returns_a_figure_and_saves_nothing(run, tmp_path):
     from matplotlib.figure import Figure
 
-    copy = record.Run(**{**run.__dict__, "path": tmp_path})
+    copy = dataclasses.replace(run, path=tmp_path)
     fig = copy.plot()
     assert isinstance(fig, Figure) and fig.axes[0].get_ylabel().startswith("goodput")
     assert list(tmp_path.iterdir()) == []  # saving is a separate step (save_plot, fig.savefig)
@@ -124,7 +126,7 @@ STAGGERED = {
     "link": {"rate": "20Mbps", "buffer": "1bdp"},
     "flows": [{"cca": "bbr", "rtt": "20ms", "count": 2, "stagger": "2s"},
               {"cca": "cubic", "rtt": "40ms", "count": 2, "start": "1s", "stagger": "1s"},
-              {"cca": "reno", "rtt": "20ms", "start": "0.5s", "bytes": "400KB"}],
+              {"cca": "reno", "rtt": "20ms", "start": "0.5s", "bytes": "200KB"}],
 }  # fmt: skip
 
 
@@ -168,8 +170,9 @@ def test_one_colour_per_flow_grouped_by_algorithm(staggered):
 def test_nothing_is_drawn_for_a_flow_that_is_not_running(staggered):
     fig = staggered.plot(bin_s=0.1)
     flows = staggered.flows
-    done = flows.loc[(flows.flow_id == 4) & flows.active, "time_s"].max()  # the finite reno flow's last sample
-    assert done < 5.0, "the 400 KB flow should finish within the run"
+    reno = flows.loc[flows.flow_id == 4]
+    done = reno.loc[reno.active.astype(bool), "time_s"].max()  # the finite reno flow's last active sample
+    assert not reno.active.astype(bool).iloc[-1] and done < 5.5, "the finite flow should finish well within the run"
     for ax in fig.axes[:3]:  # goodput, RTT, cwnd
         lines = {ln.get_label(): ln for ln in ax.get_lines()}
         x1 = _finite_x(lines["flow 1 (20 ms)"] if "flow 1 (20 ms)" in lines else ax.get_lines()[1])

@@ -16,6 +16,8 @@ Kinds:
 | `jain` | sweep/run | Jain's fairness index over time |
 | `period` | run | per-algorithm share over time and its autocorrelation, with the dominant period |
 | `timeseries` | run | the stacked per-run figure of `cclab.plot`, BBR states shaded |
+| `cdf` | sweep/run | CDF of per-packet RTT or queueing delay, or of flow completion times |
+| `scatter` | sweep/run | goodput vs 95th-percentile RTT per algorithm, 1-σ ellipses over trials (Pantheon) |
 
 A sweep file may list its figures (`[[figures]]` tables with `kind` and the
 parameters of that kind); otherwise `default_specs` picks figures from the
@@ -184,6 +186,7 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
         run = target.run()
         if len({f["cca"] for f in run.ir["flows"]}) > 1:
             specs.append({"kind": "period"})
+        specs += distribution_specs(run.summary, getattr(run, "histograms", None))
         return specs
     listed = target.sweep_toml.get("figures")
     if listed:
@@ -191,6 +194,24 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
     from cclab.figures.sweep_figs import auto_specs
 
     return auto_specs(target)
+
+
+def has_distributions(histograms: Any) -> bool:
+    """A record's per-packet histograms (record version 3) hold samples."""
+    if not histograms:
+        return False
+    return any(len((histograms.get(k) or {}).get("count", ())) for k in ("rtt", "sojourn"))
+
+
+def distribution_specs(summary: dict[str, Any], histograms: Any) -> list[dict[str, Any]]:
+    """The CDFs a record can draw: RTT and queueing delay when it has per-packet histograms
+    (record version 3), flow completion times when a finite flow completed."""
+    specs: list[dict[str, Any]] = []
+    if has_distributions(histograms):
+        specs += [{"kind": "cdf", "metric": "rtt"}, {"kind": "cdf", "metric": "queue_delay"}]
+    if any(f.get("fct_s") is not None for f in summary.get("per_flow", [])):
+        specs.append({"kind": "cdf", "metric": "fct"})
+    return specs
 
 
 def spec_name(spec: dict[str, Any], i: int) -> str:
@@ -246,6 +267,6 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
 
 
 # register the kinds
-from cclab.figures import sweep_figs, time_figs  # noqa: E402,F401
+from cclab.figures import dist_figs, sweep_figs, time_figs  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "FigureError", "Target", "draw", "default_specs", "render", "render_all"]

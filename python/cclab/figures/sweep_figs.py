@@ -509,6 +509,16 @@ def auto_specs(target: Target) -> list[dict[str, Any]]:
             specs.append({"kind": "heatmap", "x": numeric[1], "y": numeric[0], "metric": "agg.goodput_bps"})
     if len(target.runs()) <= 12:
         specs.append({"kind": "jain"})
+        from cclab import record
+        from cclab.figures import has_distributions
+
+        first = target.path / "runs" / str(df["run_id"].iloc[0])
+        read = getattr(record, "read_histograms", None)
+        if read is not None and (first / "histograms.parquet").is_file() and has_distributions(read(first)):
+            specs.append({"kind": "cdf", "metric": "rtt"} if len(algs) <= 1 else {"kind": "cdf", "metric": "queue_delay"})
+    if (any(c.endswith(".rtt_ms_p95") and not c.startswith(("flow", "agg")) for c in df.columns)
+            and n_groups([a for a in axes if not a.endswith(".cca")]) <= 9):
+        specs.append({"kind": "scatter"})  # per algorithm and trial, one panel per point
     if not specs or len(df) <= 4:
         specs.append({"kind": "timeseries"})
     return specs
