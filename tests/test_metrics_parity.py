@@ -106,6 +106,21 @@ def test_time_to_rate_after_a_step():
     assert metrics.time_to_rate(stalled, 10.0, 10e6, column="goodput_bps", fraction=0.9) == pytest.approx(0.30)
 
 
+def test_time_to_rate_down_follows_the_sending_rate():
+    # step down at 15 s to 10 Mbit/s; the sender keeps sending at 19.8 Mbit/s until 15.80 s (a BBR whose max
+    # filter still holds the old rate), then 9.9 Mbit/s; the bottleneck's throughput is 10 Mbit/s throughout.
+    t = np.round(np.arange(1, 3001) * 0.01, 2)
+    f = _flows([{"time_s": float(a), "flow_id": 0, "throughput_bps": 10e6 if a > 15 else 20e6,
+                 "send_rate_bps": 19.8e6 if a <= 15.8 else 9.9e6} for a in t])  # fmt: skip
+    # 100 ms mean ≤ 11 Mbit/s: the window ending at 15.89 holds one 19.8 sample: (9·9.9 + 19.8)/10 = 10.89
+    assert metrics.time_to_rate(f, 15.0, 10e6, fraction=1.1, column="send_rate_bps", direction="down") == pytest.approx(0.89)
+    # the bottleneck's throughput would say 0.1 s: it meets the lower rate at once
+    assert metrics.time_to_rate(f, 15.0, 10e6, fraction=1.1, direction="down") == pytest.approx(0.10)
+    assert metrics.time_to_rate(f, 15.0, 5e6, fraction=1.1, column="send_rate_bps", direction="down") == math.inf
+    with pytest.raises(ValueError, match="direction"):
+        metrics.time_to_rate(f, 15.0, 10e6, direction="sideways")
+
+
 def test_peak_queue_bytes():
     link = pd.DataFrame({"time_s": [1.0, 2.0, 3.0, 4.0], "queue_bytes": [100.0, 5000.0, 3000.0, np.nan]})
     assert metrics.peak_queue_bytes(link) == 5000.0

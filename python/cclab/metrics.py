@@ -658,6 +658,7 @@ def time_to_rate(
     fraction: float = 0.9,
     window_s: float = 0.1,
     column: str = "throughput_bps",
+    direction: str = "up",
 ) -> float:
     """Seconds after a capacity change at ``at_s`` until the flows' rate reaches ``fraction`` of ``rate_bps``.
 
@@ -669,9 +670,13 @@ def time_to_rate(
     depend on the 10 ms placement of a stall). The sum is averaged over a
     trailing window of ``window_s`` (100 ms by default), using only samples
     after ``at_s``; the result is the end of the first window whose mean is
-    ≥ ``fraction × rate_bps``, minus ``at_s`` — so it is at least
-    ``window_s``. +inf when the rate never gets there.
+    ≥ ``fraction × rate_bps`` (``direction="down"``: ≤, for a sender that
+    must slow down to a lower capacity — e.g. ``column="send_rate_bps"``,
+    ``fraction=1.1``), minus ``at_s`` — so it is at least ``window_s``. +inf
+    when the rate never gets there.
     """
+    if direction not in ("up", "down"):
+        raise ValueError(f"direction {direction!r}: expected 'up' or 'down'")
     total = flows.groupby("time_s", sort=True)[column].sum()
     after = total.loc[total.index > at_s + 1e-9]
     if after.empty:
@@ -685,7 +690,10 @@ def time_to_rate(
     csum = np.cumsum(np.insert(g * dt, 0, 0.0))
     tsum = np.cumsum(np.insert(dt, 0, 0.0))
     mean = (csum[n:] - csum[:-n]) / (tsum[n:] - tsum[:-n])
-    hit = np.flatnonzero(mean >= fraction * rate_bps * (1 - 1e-12))
+    if direction == "up":
+        hit = np.flatnonzero(mean >= fraction * rate_bps * (1 - 1e-12))
+    else:
+        hit = np.flatnonzero(mean <= fraction * rate_bps * (1 + 1e-12))
     return float(t[n - 1 + int(hit[0])] - at_s) if hit.size else math.inf
 
 
