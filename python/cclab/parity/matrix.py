@@ -188,7 +188,7 @@ def _step_cases() -> list[Case]:
             cid = f"step/{cca}-{word}-{before}to{after}M"
             out.append(Case(
                 id=cid, family="step",
-                scenario=_scenario(cid, rate=f"{before}Mbps", buffer="100KB", measure_from=STEP_AT,
+                scenario=_scenario(cid, rate=f"{before}Mbps", buffer="100KB", duration="20s", measure_from=STEP_AT,
                                    schedule=[{"at": STEP_AT, "rate": f"{after}Mbps"}],
                                    flows=[{"cca": cca, "rtt": "40ms"}]),
                 metrics=("time_to_90" if word == "up" else "time_to_110", "goodput"),
