@@ -128,7 +128,12 @@ def _state_time(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, fl
 
 def _startup_exit(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
     ids = _flow_ids(run, of or "flow0") or [0]
-    return {f"startup exit{_suffix(of)}": M.startup_exit_rounds(run.flows, run.ir, ids[0])}
+    return {f"startup exit{_suffix(of)}": M.startup_exit_round(run.flows, run.ir, ids[0])}
+
+
+def _startup_exit_rtts(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
+    ids = _flow_ids(run, of or "flow0") or [0]
+    return {f"startup exit{_suffix(of)} (base RTTs)": M.startup_exit_rounds(run.flows, run.ir, ids[0])}
 
 
 def _rate_step(run: Run) -> tuple[float, float, float]:
@@ -171,7 +176,10 @@ METRICS: dict[str, MetricDef] = {
     "state_time": MetricDef("time per BBR state", "%", None, _state_time,
                             "fraction of the window the BBR flow(s) spent in each mode"),
     "startup_exit": MetricDef("startup exit", "rounds", "startup_exit", _startup_exit,
-                              "time of leaving STARTUP, in base RTTs after the flow's start"),
+                              "when the flow left STARTUP, in its packet-timed round trips (each an RTT including "
+                              "the queue it met: BBR's own rounds), estimated from the record's sent and delivered bytes"),
+    "startup_exit_rtts": MetricDef("startup exit", "base RTTs", None, _startup_exit_rtts,
+                                   "when the flow left STARTUP, in base RTTs after its start"),
     "time_to_90": MetricDef("time to 90 %", "s", "time_to_90", _time_to_90,
                             "seconds after the rate step until the flows' throughput at the bottleneck (100 ms mean) "
                             "reaches 90 % of the new rate"),

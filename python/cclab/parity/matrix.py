@@ -213,7 +213,7 @@ def _startup_cases() -> list[Case]:
             id=cid, family="startup",
             scenario=_scenario(cid, rate=f"{rate}Mbps", buffer="2bdp", duration="10s", measure_from="2s",
                                flows=[{"cca": "bbr", "rtt": f"{rtt}ms"}]),
-            metrics=("startup_exit[flow0]", "peak_queue", "state_time"),
+            metrics=("startup_exit[flow0]", "startup_exit_rtts[flow0]", "peak_queue", "state_time"),
             why=(f"BBR's STARTUP on {rate} Mbit/s × {rtt} ms, 2 BDP: it exits after three rounds without 25 % bandwidth "
                  "growth (tcp_bbr.c bbr_check_full_bw_reached); the round of the exit and the queue its 2.89× "
                  "overshoot builds"),
