@@ -417,6 +417,7 @@ impl Sim {
         l.drops_random.push(c.drops_random);
         l.drops_aqm.push(c.drops_aqm);
         l.marks_ce.push(c.marks_ce);
+        l.drops_policer.push(c.drops_policer);
         // The sample at t comes after everything else at t (event.rs): the
         // interval is (previous sample, t], for the capacity too.
         l.capacity_bps.push(m.capacity().sample_bps(self.last_sample.0, now.0));
@@ -436,7 +437,7 @@ impl Sim {
         Counters {
             sent_packets: sent,
             delivered_packets: delivered,
-            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm,
+            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer,
             queued_packets: self.link.model.held_packets(),
             in_flight_packets: in_flight,
             events: self.events,
