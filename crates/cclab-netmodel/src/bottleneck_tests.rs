@@ -269,7 +269,11 @@ fn the_policer_drops_non_conforming_packets_after_random_loss_before_the_queue()
         (MS, LossModel::none()),
     ];
     let mut b = Bottleneck::new(p);
-    let (dep, drops) = run(&mut b, &[(0, 0, 1500), (MS, 1, 1500), (MS, 2, 1500)], 100 * MS);
+    let (dep, drops) = run(
+        &mut b,
+        &[(0, 0, 1500), (MS, 1, 1500), (MS, 2, 1500)],
+        100 * MS,
+    );
     assert_eq!(drops, vec![(0, DropCause::Random)]);
     assert_eq!(dep.len(), 2);
 }

@@ -117,7 +117,10 @@ mod tests {
         let mut b = p(1_000_000, 1500);
         assert!(b.conforms(0, 1500));
         assert!(!b.conforms(11_999_999, 1500), "one ns short");
-        assert!(b.conforms(12_000_000, 1500), "the failed packet took nothing");
+        assert!(
+            b.conforms(12_000_000, 1500),
+            "the failed packet took nothing"
+        );
         // At 7 Mbit/s a 1500-byte packet's worth takes 1 714 285.7 ns: the
         // fraction is kept, so 7 packets conform every 12 ms exactly. (The
         // bucket is emptied at 0 and large enough never to cap the refill.)
@@ -152,7 +155,10 @@ mod tests {
             }
         }
         let expect = 30_000 + 10_000_000 / 8 * 8333 * 120_000 / 1_000_000_000;
-        assert!(bytes <= expect && bytes + 1500 > expect, "{bytes} vs {expect}");
+        assert!(
+            bytes <= expect && bytes + 1500 > expect,
+            "{bytes} vs {expect}"
+        );
     }
 
     #[test]

@@ -20,6 +20,11 @@ use crate::time::{Dur, Time};
 /// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
 const STREAM_CC: u64 = 1 << 32;
 
+/// The test harness: the real simulator, stepped one event at a time, with
+/// the flows' algorithm state in view (test builds only).
+#[cfg(test)]
+pub(crate) mod harness;
+
 struct FlowState {
     cfg: Flow,
     /// The connection is established at time zero; the application writes
@@ -179,15 +184,34 @@ impl Sim {
                 break;
             }
             let (now, ev) = self.q.pop().unwrap();
-            self.events += 1;
-            match ev {
-                Event::Access(f) => self.on_access(now, f as usize),
-                Event::Bottleneck => self.on_bottleneck(now),
-                Event::Propagation => self.on_propagation(now),
-                Event::AckPath(f) => self.on_ack_path(now, f as usize),
-                Event::Wake(f) => self.on_wake(now, f as usize),
-                Event::Sample => self.on_sample(now),
-            }
+            self.dispatch(now, ev);
+        }
+    }
+
+    /// Process the next event, if the run has one left: its time. (The
+    /// algorithm tests step a run to watch its state: `sim::harness`. Test
+    /// builds only: a second caller of `dispatch` costs `run` 1.5 % more
+    /// instructions, callgrind, through other inlining.)
+    #[cfg(test)]
+    pub(crate) fn step(&mut self) -> Option<Time> {
+        if self.q.peek_time()? > Time(self.scenario.duration_ns) {
+            return None;
+        }
+        let (now, ev) = self.q.pop().unwrap();
+        self.dispatch(now, ev);
+        Some(now)
+    }
+
+    #[inline(always)]
+    fn dispatch(&mut self, now: Time, ev: Event) {
+        self.events += 1;
+        match ev {
+            Event::Access(f) => self.on_access(now, f as usize),
+            Event::Bottleneck => self.on_bottleneck(now),
+            Event::Propagation => self.on_propagation(now),
+            Event::AckPath(f) => self.on_ack_path(now, f as usize),
+            Event::Wake(f) => self.on_wake(now, f as usize),
+            Event::Sample => self.on_sample(now),
         }
     }
 
