@@ -318,7 +318,10 @@ mod tests {
 
     #[test]
     fn vegas_keeps_alpha_to_beta_packets_queued() {
-        // On an ideal pipe Vegas converges to α..β packets in the queue.
+        // tcp_vegas.c: on a clean path (deep drop-tail buffer, no other
+        // traffic) Vegas converges to α..β packets in the queue; the
+        // instantaneous queue also holds the packet in service and a TSO
+        // burst (2 segments here) on top, hence the +3.
         let path = Path::new(20_000_000, 40).with_buffer_bdp(4.0);
         let mut h = Harness::new("vegas", &[], path, 1);
         h.run_until(15.0);

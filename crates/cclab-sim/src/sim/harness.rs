@@ -226,6 +226,24 @@ impl Harness {
     pub fn sender(&self, i: usize) -> &Sender {
         &self.sim.flows[i].sender
     }
+    /// Flow i's sender, to poke (a test that stands in for an algorithm).
+    pub fn sender_mut(&mut self, i: usize) -> &mut Sender {
+        &mut self.sim.flows[i].sender
+    }
+    /// Step to `until` s, collecting flow i's rate sample after every step
+    /// in which it took an ACK that delivered data: (time s, sample).
+    pub fn rate_samples(&mut self, i: usize, until: f64) -> Vec<(f64, crate::cc::RateSample)> {
+        let mut out = vec![];
+        let mut delivered = self.conn_of(i).delivered;
+        while self.now_secs() < until {
+            self.step();
+            if self.conn_of(i).delivered != delivered {
+                delivered = self.conn_of(i).delivered;
+                out.push((self.now_secs(), self.sender(i).last_rs.clone()));
+            }
+        }
+        out
+    }
     /// Flow i's algorithm and connection state.
     pub fn cc(&self, i: usize) -> &Cc {
         &self.sim.flows[i].sender.cc
