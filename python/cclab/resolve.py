@@ -14,7 +14,8 @@ scenario was built):
 * ``rtt`` ≥ 2 × the bottleneck's one-way delay (also every delay a schedule sets);
 * ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
 * the queue discipline's parameters that depend on the link (RED's thresholds
-  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`.
+  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`;
+* a policer's bucket holds at least one full packet (else it drops every packet).
 
 BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
 rate) and the minimum RTT over all flows:
@@ -47,8 +48,9 @@ from .traces import BYTES_PER_OPPORTUNITY, load_trace
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir"]
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
-#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``.
-IR_VERSION = 3
+#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``;
+#: 3 → 4: ``link.policer``.
+IR_VERSION = 4
 
 
 def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
@@ -59,21 +61,25 @@ def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
       becomes ``link.qdisc = {"kind": "droptail"}``; flows get ``ecn: false``.
       (v1 → v2 added ``host``, which depends on the scenario: a v1 IR keeps
       its version for that part and the engine refuses to run it.)
+    * v3 → v4: ``link.policer = null`` (no policer).
 
     The input is not modified; a current IR is returned unchanged.
     """
     version = ir.get("ir_version")
-    if not isinstance(version, int) or version >= 3:
+    if not isinstance(version, int) or version >= IR_VERSION:
         return ir
     out = json.loads(json.dumps(ir))
     link = out.get("link", {})
-    if "aqm" in link:
-        aqm = link.pop("aqm")
-        if aqm != "droptail":
-            raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent (only 'droptail' existed)")
-        link["qdisc"] = {"kind": "droptail"}
-    for flow in out.get("flows", []):
-        flow.setdefault("ecn", False)
+    if version < 3:
+        if "aqm" in link:
+            aqm = link.pop("aqm")
+            if aqm != "droptail":
+                raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent "
+                                 "(only 'droptail' existed)")
+            link["qdisc"] = {"kind": "droptail"}
+        for flow in out.get("flows", []):
+            flow.setdefault("ecn", False)
+    link.setdefault("policer", None)
     if "host" in out:
         out["ir_version"] = IR_VERSION
     return out
@@ -318,6 +324,16 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
         buffer["bytes"] = nbytes_buffer
 
+    policer = None
+    if link.policer is not None:
+        burst = units.parse_size(link.policer.burst, "link.policer.burst")
+        if burst < packet:
+            raise ScenarioError("link.policer.burst", link.policer.burst,
+                                f"{link.policer.burst!r} is less than one packet ({burst} bytes): "
+                                "the policer would drop every packet",
+                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+        policer = {"rate_bps": _rate(link.policer.rate, "link.policer.rate"), "burst_bytes": burst}
+
     qdisc = qdiscs.qdisc_ir(
         link.qdisc_name, link.qdisc_params, field="link.qdisc", packet_bytes=packet,
         limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
@@ -350,6 +366,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "loss": _loss_ir(link.loss, "link.loss"),
             "schedule": schedule,
             "qdisc": qdisc,
+            "policer": policer,
         },
         "flows": flows,
         "host": host,
