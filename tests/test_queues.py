@@ -40,6 +40,7 @@ def test_aqm_drops_and_ce_marks_are_separate_columns_and_in_the_summary(tmp_path
     assert 0 < agg["mark_rate"] < 1
     assert set(agg["drops"]) == {"overflow", "random", "aqm", "policer"}
     assert agg["drops"]["policer"] == 0 and run.link.drops_policer.sum() == 0
+    assert "policer" not in run.ir["link"]
     # the IR says what ran
     assert run.ir["link"]["qdisc"]["kind"] == "fq_codel" and run.ir["link"]["qdisc"]["ecn"] is True
     assert [f["ecn"] for f in run.ir["flows"]] == [True, True, False]

@@ -98,7 +98,7 @@ def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
     assert ir["link"]["capacity"]["kind"] == "trace" and ir["link"]["loss"]["kind"] == "gilbert_elliott"
     assert set(ir["flows"][0]) == rust_fields("Flow")
     assert set(ir) == rust_fields("Scenario")
-    assert set(ir["link"]) == rust_fields("Link")
+    assert set(ir["link"]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
 
 
 def test_integers_are_integers() -> None:
@@ -123,7 +123,7 @@ def test_integers_are_integers() -> None:
 def test_constant_link_values() -> None:
     ir = resolve(scenario_from_dict(small(seed=7, sample_interval="100ms", measure={"from": "10s"},
                                           link={"delay": "5ms", "loss": "0.5%"})))
-    assert ir["ir_version"] == 4
+    assert ir["ir_version"] == 3
     assert ir["duration_ns"] == 30 * S
     assert ir["seed"] == 7
     assert ir["sample_interval_ns"] == 100 * MS
@@ -133,7 +133,7 @@ def test_constant_link_values() -> None:
     assert ir["link"]["delay_ns"] == 5 * MS
     assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
     assert ir["link"]["schedule"] == [] and ir["link"]["qdisc"] == {"kind": "droptail"}
-    assert ir["link"]["policer"] is None
+    assert "policer" not in ir["link"], "absent without a policer: the IR and its hash stay as they were"
     assert ir["flows"][0]["ecn"] is False
     # host: Linux's initial buffers; max(64 MiB, 4 × 50 Mbit/s × RTT + buffer) is the floor here
     assert ir["host"] == {"tcp_rmem": [4096, 131072, 64 << 20], "tcp_wmem": [4096, 16384, 64 << 20],
@@ -448,23 +448,18 @@ def test_qdisc_spellings_and_the_old_aqm_field() -> None:
     assert [f["ecn"] for f in ir["flows"]] == [True, True, False]
 
 
-def test_migrate_ir_turns_a_v2_or_v3_ir_into_v4() -> None:
+def test_migrate_ir_turns_a_v2_ir_into_v3() -> None:
     from cclab.resolve import migrate_ir
 
-    v4 = resolve(scenario_from_dict(small()))
-    v3 = json.loads(json.dumps(v4))
-    v3["ir_version"] = 3
-    del v3["link"]["policer"]
+    v3 = resolve(scenario_from_dict(small()))
     v2 = json.loads(json.dumps(v3))
     v2["ir_version"] = 2
     v2["link"]["aqm"] = v2["link"].pop("qdisc")["kind"]
     for f in v2["flows"]:
         del f["ecn"]
-    assert migrate_ir(v3) == v4
-    assert migrate_ir(v2) == v4
+    assert migrate_ir(v2) == v3
     assert v2["ir_version"] == 2 and "aqm" in v2["link"], "the input is not modified"
-    assert v3["ir_version"] == 3 and "policer" not in v3["link"]
-    assert migrate_ir(v4) is v4
+    assert migrate_ir(v3) is v3
     with pytest.raises(ValueError, match="no qdisc equivalent"):
         migrate_ir({**v2, "link": {**v2["link"], "aqm": "codel"}})
 
@@ -473,6 +468,7 @@ def test_policer_resolves_and_rejects_a_bucket_below_one_packet() -> None:
     ir = resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "30KB"}})))
     assert ir["link"]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
     assert set(ir["link"]["policer"]) == rust_fields("PolicerConfig")
+    assert set(ir["link"]) == rust_fields("Link")
     with pytest.raises(ScenarioError, match=r"^link\.policer\.burst: '1KB' is less than one packet .*1500 bytes"):
         resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "1KB"}})))
     with pytest.raises(ScenarioError, match=r"^link\.policer\.rate: '2Tbps' is above the simulator's highest rate"):

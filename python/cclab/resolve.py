@@ -48,9 +48,8 @@ from .traces import BYTES_PER_OPPORTUNITY, load_trace
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir"]
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
-#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``;
-#: 3 → 4: ``link.policer``.
-IR_VERSION = 4
+#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``.
+IR_VERSION = 3
 
 
 def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
@@ -61,25 +60,21 @@ def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
       becomes ``link.qdisc = {"kind": "droptail"}``; flows get ``ecn: false``.
       (v1 → v2 added ``host``, which depends on the scenario: a v1 IR keeps
       its version for that part and the engine refuses to run it.)
-    * v3 → v4: ``link.policer = null`` (no policer).
 
     The input is not modified; a current IR is returned unchanged.
     """
     version = ir.get("ir_version")
-    if not isinstance(version, int) or version >= IR_VERSION:
+    if not isinstance(version, int) or version >= 3:
         return ir
     out = json.loads(json.dumps(ir))
     link = out.get("link", {})
-    if version < 3:
-        if "aqm" in link:
-            aqm = link.pop("aqm")
-            if aqm != "droptail":
-                raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent "
-                                 "(only 'droptail' existed)")
-            link["qdisc"] = {"kind": "droptail"}
-        for flow in out.get("flows", []):
-            flow.setdefault("ecn", False)
-    link.setdefault("policer", None)
+    if "aqm" in link:
+        aqm = link.pop("aqm")
+        if aqm != "droptail":
+            raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent (only 'droptail' existed)")
+        link["qdisc"] = {"kind": "droptail"}
+    for flow in out.get("flows", []):
+        flow.setdefault("ecn", False)
     if "host" in out:
         out["ir_version"] = IR_VERSION
     return out
@@ -324,7 +319,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
         buffer["bytes"] = nbytes_buffer
 
-    policer = None
+    policer = None  # absent when off: scenarios without a policer keep their IR and its hash
     if link.policer is not None:
         burst = units.parse_size(link.policer.burst, "link.policer.burst")
         if burst < packet:
@@ -366,7 +361,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "loss": _loss_ir(link.loss, "link.loss"),
             "schedule": schedule,
             "qdisc": qdisc,
-            "policer": policer,
+            **({"policer": policer} if policer else {}),
         },
         "flows": flows,
         "host": host,

@@ -118,7 +118,7 @@ mod tests {
 
     #[test]
     fn reads_the_documented_ir() {
-        let text = r#"{"ir_version":4,"name":"x","duration_ns":1000000000,"seed":1,
+        let text = r#"{"ir_version":3,"name":"x","duration_ns":1000000000,"seed":1,
           "sample_interval_ns":10000000,"measure":{"from_ns":0,"to_ns":1000000000},
           "mss":1448,"header_bytes":52,
           "link":{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,

@@ -21,7 +21,9 @@ pub struct Link {
     pub schedule: Vec<Change>,
     /// The queue discipline (docs/queues.md).
     pub qdisc: QdiscConfig,
-    /// A token-bucket policer in front of the queue (None: no policer).
+    /// A token-bucket policer in front of the queue. Optional (absent or
+    /// null: none), so scenarios without one keep their IR and its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policer: Option<PolicerConfig>,
 }
 

@@ -31,7 +31,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
     let min_rtt = flows.iter().map(|f| f.rtt_ns).min().unwrap();
     let bdp = rate_bps as f64 * min_rtt as f64 / 8e9;
     Scenario {
-        ir_version: IR_VERSION,
+        ir_version: 3,
         name: "test".into(),
         duration_ns: duration_s * S,
         seed: 1,
