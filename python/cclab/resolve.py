@@ -315,7 +315,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
 
     policer = None  # absent when off: scenarios without a policer keep their IR and its hash
     if link.policer is not None:
-        burst = units.parse_size(link.policer.burst, "link.policer.burst")
+        burst = link.policer.burst.bytes
         if burst < packet:
             raise ScenarioError("link.policer.burst", link.policer.burst,
                                 f"{link.policer.burst!r} is less than one packet ({burst} bytes): "

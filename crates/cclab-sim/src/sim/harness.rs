@@ -154,6 +154,7 @@ impl Path {
                 tcp_rmem: [4096, 131_072, 64 << 20],
                 tcp_wmem: [4096, 16_384, 64 << 20],
                 rcv_truesize: 2304,
+                jitter_ns: vec![],
             },
         }
     }
