@@ -250,11 +250,10 @@ impl<P> Bottleneck<P> {
             out.drop(pkt, DropCause::Random);
             return;
         }
-        if let Some(pol) = &mut self.policer {
-            if !pol.conforms(now, pkt.wire_len()) {
-                self.counters.drops_policer += 1;
-                out.drop(pkt, DropCause::Policer);
-                return;
+        if self.policer.is_some() {
+            match self.police(now, pkt, out) {
+                Some(p) => pkt = p,
+                None => return,
             }
         }
         self.enqueue(now, pkt, out);
@@ -266,6 +265,20 @@ impl<P> Bottleneck<P> {
             // a service that ends at once, an opportunity at `now`
             self.advance(now, out);
         }
+    }
+
+    /// The policer's verdict: the packet back if it conforms (kept out of
+    /// line: the common link has no policer).
+    #[cold]
+    #[inline(never)]
+    fn police<S: Sink<P>>(&mut self, now: Ns, pkt: Packet<P>, out: &mut S) -> Option<Packet<P>> {
+        let pol = self.policer.as_mut()?;
+        if pol.conforms(now, pkt.wire_len()) {
+            return Some(pkt);
+        }
+        self.counters.drops_policer += 1;
+        out.drop(pkt, DropCause::Policer);
+        None
     }
 
     /// The queue discipline's enqueue, with drop-tail (the common case) inline.
