@@ -66,11 +66,11 @@ FLOW_COLUMNS = (
 #: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
 LINK_COLUMNS = (
     "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
-    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps",
+    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "drops_policer", "marks_ce", "capacity_bps",
     "delay_ms", "utilization", "departed_packets", "arrival_packets",
 )  # fmt: skip
 
-DROP_CAUSES = ("overflow", "random", "aqm")
+DROP_CAUSES = ("overflow", "random", "aqm", "policer")
 
 _NS_PER_S = 1e9
 _NS_PER_MS = 1e6
@@ -273,9 +273,10 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
       bottleneck); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
     * ``drops_*``: packets dropped in the interval, by cause (overflow = the
       buffer was full, random = configured loss, aqm = the queue discipline's
-      decision: RED, CoDel, FQ-CoDel, PIE); ``marks_ce``: packets the queue
-      discipline marked Congestion Experienced instead (0 in records made
-      before marks existed).
+      decision: RED, CoDel, FQ-CoDel, PIE, policer = the token-bucket policer
+      in front of the queue; 0 in records made before policers existed);
+      ``marks_ce``: packets the queue discipline marked Congestion
+      Experienced instead (0 in records made before marks existed).
     * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
     * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
       packets in the interval, for the bottleneck loss rate.
@@ -292,7 +293,8 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
         throughput = _diff_from_zero(_col(rl, "egress_bytes", n), None) * 8.0 * inv_dt
         capacity = _col(rl, "capacity_bps", n)
         utilization = np.where(capacity > 0, throughput / capacity, np.nan)
-    drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), None) for c in DROP_CAUSES}
+    drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), None) if c != "policer" or f"drops_{c}" in rl
+             else np.zeros(n) for c in DROP_CAUSES}
     marks = _diff_from_zero(_col(rl, "marks_ce", n), None) if "marks_ce" in rl else np.zeros(n)
     queue_packets = _col(rl, "queue_packets", n)
     arrivals = departed + sum(drops.values()) + np.diff(queue_packets, prepend=0.0)
@@ -307,6 +309,7 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
             "drops_overflow": drops["overflow"],
             "drops_random": drops["random"],
             "drops_aqm": drops["aqm"],
+            "drops_policer": drops["policer"],
             "marks_ce": marks,
             "capacity_bps": capacity,
             "delay_ms": _col(rl, "delay_ns", n) / _NS_PER_MS,
@@ -471,7 +474,7 @@ def summary(
 
     cap_bits = float((lw["capacity_bps"] * lw["dt_s"]).sum())
     wire_bits = float((lw["throughput_bps"] * lw["dt_s"]).sum())
-    drops = {c: float(lw[f"drops_{c}"].sum()) for c in DROP_CAUSES}
+    drops = {c: float(lw[f"drops_{c}"].sum()) if f"drops_{c}" in lw else 0.0 for c in DROP_CAUSES}
     marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
     arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
     departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
