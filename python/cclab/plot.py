@@ -104,7 +104,8 @@ MAX_BINS = 300
 #: window at once), so goodput in bins much below 0.1 s shows the bursts, not the rate.
 MIN_BIN_S = 0.1
 _BIN_LADDER = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 60.0)
-_DROP_STYLE = {"overflow": ("#D55E00", "overflow"), "random": ("#999999", "random loss"), "aqm": ("#0072B2", "AQM")}
+_DROP_STYLE = {"overflow": ("#D55E00", "overflow"), "random": ("#999999", "random loss"), "aqm": ("#0072B2", "AQM"),
+               "policer": ("#CC79A7", "policer")}
 
 #: Figure widths (inches) of one and two columns of a paper (IEEE/ACM two-column templates).
 PAPER_WIDTHS: dict[str, float] = {"column": 3.5, "page": 7.16}
