@@ -236,16 +236,75 @@ def test_cli_run_pipeline_with_stand_in_backend(replay, tmp_path):
 
 
 def test_api_run_default_dir_and_repr(replay, tmp_path, monkeypatch):
+    """cclab.run() without `out` writes into a new temporary directory, never into the working directory."""
+    import tempfile
+
     import cclab.api as api
 
-    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     run = api.run(str(replay), plot=False, seed=5)
-    assert run.path.parent.name == "runs" and run.path.name.startswith("synthetic-")
+    assert run.path.parent.name.startswith("cclab-") and run.path.name.startswith("synthetic-")
+    assert run.path.is_relative_to(tempfile.gettempdir()) and list(work.iterdir()) == []
     assert run.meta["seed"] == 5 and "seed = 5" in run.scenario_toml
     assert run.figures == []
     assert "share" in repr(run) and "synthetic" in repr(run)
     again = api.load(run.path)
     assert again.summary == run.summary
+    assert api.run(str(replay), plot=False, seed=5).path != run.path  # each call its own directory
     with pytest.raises(FileExistsError):
-        api.run(str(replay), plot=False, seed=5)
+        api.run(str(replay), plot=False, seed=5, out=run.path)
     assert api.run_to_dir(str(replay), tmp_path / "x") == tmp_path / "x"
+
+
+def test_cli_run_default_dir_is_runs(replay, tmp_path, monkeypatch):
+    """The command (unlike the API) keeps its documented default, runs/<name>-<IR hash>."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["run", str(replay), "--no-plot"])
+    assert result.exit_code == 0, result.output
+    (record_dir,) = (tmp_path / "runs").iterdir()
+    assert record_dir.name.startswith("synthetic-") and (record_dir / "summary.json").exists()
+
+
+def test_cli_run_json_prints_only_the_summary(replay, tmp_path):
+    out = tmp_path / "rec"
+    result = CliRunner().invoke(app, ["run", str(replay), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)  # stdout holds the JSON and nothing else
+    assert summary == json.loads((out / "summary.json").read_text())
+    assert "record:" in result.stderr and str(out) in result.stderr
+    assert (out / "timeseries.png").exists()  # the figure is still drawn, its path on stderr only
+
+
+def test_cli_dry_run_runs_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = _scenario(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(p), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "cli-test" in text and "estimate:" in text and "events" in text and "nothing was run" in text
+    assert "cubic" in text and "reno" in text and "20 Mbps" in text  # the resolved scenario
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]  # nothing written
+    result = CliRunner().invoke(app, ["run", str(p), "--dry-run", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["ir"]["name"] == "cli-test" and doc["ir"]["flows"][1]["cca"] == "reno"
+    assert doc["estimate"]["events"] > 0 and doc["estimate"]["wall_s"] > 0 and doc["over_limits"] == []
+
+
+def test_compare_writes_into_its_own_directory(tmp_path, monkeypatch):
+    """`cclab compare A B` writes compare/<A>-vs-<B>/ in the working directory, never into run A."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(FIXTURES / "run-bbr-cubic", a)
+    shutil.copytree(FIXTURES / "run-bbr-cubic", b)
+    before = sorted(p.name for p in a.iterdir())
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = runner.invoke(app, ["compare", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in a.iterdir()) == before
+    out = work / "compare" / "a-vs-b"
+    assert (out / "compare.json").exists() and (out / "compare.png").exists()
+    explicit = runner.invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "c")])
+    assert explicit.exit_code == 0 and (tmp_path / "c" / "compare.json").exists()

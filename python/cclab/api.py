@@ -24,9 +24,10 @@ from typing import Any
 
 from cclab.backends import get_backend
 
-__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_resolved", "run_to_dir"]
+__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_prepared", "run_resolved", "run_to_dir"]
 
-#: Where ``run`` writes when no ``out`` is given: ``runs/<name>-<short IR hash>``.
+#: Where ``cclab run`` (the command) writes when no ``--out`` is given: ``runs/<name>-<short IR hash>``.
+#: :func:`run` (Python) writes into a new temporary directory instead: the API writes only where it is told.
 RUNS_DIR = Path("runs")
 
 
@@ -98,19 +99,34 @@ def run(
     """Run a scenario and write its record; returns the :class:`~cclab.record.Run`.
 
     ``scenario``: a path to a TOML file, a :class:`cclab.scenario.Scenario` or a
-    TOML-shaped dict. ``out``: the record directory (default
-    :func:`default_run_dir`); an existing complete record there is an error
-    unless ``overwrite`` (and even then, a directory cclab did not write is
-    never replaced). ``seed`` overrides the scenario's seed. ``plot`` draws
-    ``timeseries.<fmt>`` for each of ``formats`` into the record. A run whose
-    estimated memory, events or record size exceeds :data:`cclab.limits.LIMITS`
-    is refused before it starts unless ``allow_large``.
+    TOML-shaped dict. ``out``: the record directory; without it, a new
+    temporary directory (``<tmp>/cclab-XXXXXXXX/<name>-<IR hash>``, kept: the
+    record is ``run.path``) — nothing is written to the working directory. An
+    existing complete record in ``out`` is an error unless ``overwrite`` (and
+    even then, a directory cclab did not write is never replaced). ``seed``
+    overrides the scenario's seed. ``plot`` draws ``timeseries.<fmt>`` for each
+    of ``formats`` into the record (``run.plot()`` returns the figures
+    without saving). A run whose estimated memory, events or record size
+    exceeds :data:`cclab.limits.LIMITS` is refused before it starts unless
+    ``allow_large``.
     """
     _sc, toml_text, ir = prepare(scenario, seed)
-    out_dir = Path(out) if out is not None else default_run_dir(ir, backend)
-    result = _run(ir, toml_text, out_dir, backend=backend, overwrite=overwrite, allow_large=allow_large)
+    if out is None:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="cclab-")) / default_run_dir(ir, backend).name
+    return run_prepared(ir, toml_text, out, backend=backend, plot=plot, formats=formats, overwrite=overwrite,
+                        allow_large=allow_large)  # fmt: skip
+
+
+def run_prepared(ir: Mapping[str, Any], scenario_toml: str, out: str | Path, *, backend: str = "sim",
+                 plot: bool = True, formats: Iterable[str] = ("png",), overwrite: bool = False,
+                 allow_large: bool = False) -> Run:  # fmt: skip
+    """:func:`run` of what :func:`prepare` returned (the IR and the scenario text the record keeps),
+    into ``out`` — without validating and resolving the scenario again."""
+    result = _run(dict(ir), scenario_toml, Path(out), backend=backend, overwrite=overwrite, allow_large=allow_large)
     if plot:
-        result.figures = result.plot(formats=tuple(formats))
+        result.figures = result.save_plot(formats=tuple(formats))
     return result
 
 

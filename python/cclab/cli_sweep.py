@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep_cmd(
-        file: Path = typer.Argument(..., help="Sweep file (TOML: base, trials, [axes], [zip])."),
+        file: Path = typer.Argument(..., metavar="FILE", help="Sweep file (TOML: base, trials, [axes], [zip])."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep directory [default: sweeps/<file stem>]."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes [default: all cores]."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT."),
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("table")
     def table_cmd(
-        sweep_dir: Path = typer.Argument(..., help="A sweep directory."),
+        sweep_dir: Path = typer.Argument(..., metavar="SWEEP_DIR", help="A sweep directory."),
         metric: Optional[list[str]] = typer.Option(
             None, "--metric", "-m", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
         ),
@@ -155,20 +155,28 @@ def register(app: typer.Typer) -> None:
 
     @app.command("plot")
     def plot_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
+        fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
+                                                "[default: png and svg; with --size: pdf]."),
+        size: Optional[str] = typer.Option(None, "--size", help="For a paper: column (3.5 in wide) or page "
+                                           "(7.16 in, two columns); 8 pt text."),
         list_kinds: bool = typer.Option(False, "--list", help="List the figure kinds."),
     ) -> None:
-        """Draw figures (PNG + SVG) for a run or a sweep."""
+        """Draw figures for a run or a sweep (PNG and SVG; vector PDF sized for a paper with --size)."""
         from cclab import figures
 
         if list_kinds:
             for name, fig in figures.REGISTRY.items():
                 typer.echo(f"{name:18} {fig.scope:6} {fig.doc}")
             return
+        formats = tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg")
+        bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+        if bad:
+            raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
         try:
-            written = figures.render_all(target, kinds=kind, out_dir=out)
+            written = figures.render_all(target, kinds=kind, out_dir=out, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
         for path in written:
@@ -176,7 +184,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
     ) -> None:
         """Write one self-contained HTML page: scenario, summary tables, all figures."""
@@ -191,7 +199,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reproduce")
     def reproduce_cmd(
-        name: Optional[str] = typer.Argument(None, help="Preset name (see --list)."),
+        name: Optional[str] = typer.Argument(None, metavar="NAME", help="Preset name (see --list)."),
         list_presets: bool = typer.Option(False, "--list", help="List the presets."),
         quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),

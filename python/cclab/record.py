@@ -109,19 +109,34 @@ class Run:
     def name(self) -> str:
         return str(self.ir.get("name", "run"))
 
-    def plot(self, path: str | Path | None = None, formats: tuple[str, ...] | list[str] = ("png",)) -> list[Path]:
-        """Draw the stacked time-series figure; returns the files written.
+    def plot(self, kind: str = "timeseries", **options: Any) -> Any:
+        """A figure of this run as a ``matplotlib.figure.Figure`` (nothing is saved: see
+        :meth:`save_plot`, or ``fig.savefig``). ``kind``: ``timeseries`` (the stacked per-run
+        figure, :func:`cclab.plot.figure_timeseries`) or any run figure of ``cclab plot --list``;
+        ``options`` are that figure's parameters."""
+        if kind == "timeseries":
+            from cclab.plot import figure_timeseries
 
-        ``path`` is the file name without suffix (default
-        ``<record>/timeseries``); one file per format (``png``, ``svg``).
+            return figure_timeseries(self.flows, self.link, self.ir, **options)
+        from cclab import figures
+
+        return figures.draw(figures.Target.of_run(self), kind, **options)
+
+    def save_plot(self, path: str | Path | None = None, formats: tuple[str, ...] | list[str] = ("png",),
+                  kind: str = "timeseries", **options: Any) -> list[Path]:  # fmt: skip
+        """Draw :meth:`plot` and save it; returns the files written.
+
+        ``path`` is the file name without suffix (default ``<record>/<kind>``);
+        one file per format (``png``, ``svg``, ``pdf``).
         """
-        from cclab.plot import plot_run
+        from cclab.plot import save_figure
 
         if path is None:
             if self.path is None:
-                raise RecordError("this run has no record directory; pass plot(path=…)")
-            path = self.path / "timeseries"
-        return plot_run(self, path, formats=formats)
+                raise RecordError("this run has no record directory; pass save_plot(path=…)")
+            path = self.path / kind
+        fig = self.plot(kind, **options)
+        return save_figure(fig, path, formats)
 
     def __repr__(self) -> str:
         agg = self.summary.get("aggregate", {})
