@@ -174,11 +174,7 @@ impl Sim {
 
     pub fn run(&mut self) {
         let end = Time(self.scenario.duration_ns);
-        while let Some(t) = self.q.peek_time() {
-            if t > end {
-                break;
-            }
-            let (now, ev) = self.q.pop().unwrap();
+        while let Some((now, ev)) = self.q.pop_until(end) {
             self.events += 1;
             match ev {
                 Event::Access(f) => self.on_access(now, f as usize),
