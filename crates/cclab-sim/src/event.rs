@@ -5,8 +5,8 @@
 //! (docs/record.md; the emulator samples the same way).
 //!
 //! The queue is a hierarchical timing wheel with nanosecond resolution
-//! (8 levels of 256 slots; level l holds events whose time first differs
-//! from the wheel's current time in bits 8l…8l+7), so pushing and popping
+//! (11 levels of 64 slots; level l holds events whose time first differs
+//! from the wheel's current time in bits 6l…6l+5), so pushing and popping
 //! cost the same whether 3 or 30 000 events wait: no comparison between
 //! pending events, where the binary heap it replaced sifted through
 //! log₂(pending) levels per operation (3 per flow pending: 15 levels at
@@ -23,13 +23,18 @@
 //! exactly the (time, push order) order of a heap keyed by (time, sequence)
 //! (`tests::matches_a_heap_on_random_operations` checks it against one). An
 //! event alone in the earliest slot pops straight from it (the common case
-//! when events are sparse); otherwise the slot moves down, at most 7 levels,
-//! typically 1–2. `Sample` events wait in their own small heap and win only
-//! a strictly earlier time. New event variants need nothing here.
+//! when events are sparse); otherwise the slot moves down. `Sample` events
+//! wait in their own small heap and win only a strictly earlier time. New
+//! event variants need nothing here.
 //!
-//! Measured with callgrind (docs/performance.md): ~100 instructions per
-//! event at any number of flows, where the heap took ~140 with one flow,
-//! ~410 with 100 and ~620 with 10 000.
+//! Events are nodes of one slab linked into their slot's FIFO and reused
+//! through a free list, and a slot is 8 bytes (its first and last node), so
+//! a run with one flow touches about as many cache lines as the heap did:
+//! 256-slot levels of growable vectors cost the same instructions but three
+//! times the L1 misses (callgrind's cache model), which made the one-flow
+//! cases ~15 % slower. Measured (docs/performance.md): ~100 instructions per
+//! event at any number of flows, where the heap took ~440 with 100 flows
+//! pending and ~620 with 10 000.
 //!
 //! The queue stays small: links are FIFO, so packets in flight on a link
 //! wait in the link's own queue and only the head of each link has an event
@@ -58,11 +63,11 @@ pub enum Event {
 }
 
 /// Bits of time per level: 256 slots.
-const BITS: u32 = 8;
+const BITS: u32 = 6;
 const SLOTS: usize = 1 << BITS;
 const MASK: u64 = SLOTS as u64 - 1;
 /// 8 × 8 bits: every u64 time has a level.
-const LEVELS: usize = (64 / BITS) as usize;
+const LEVELS: usize = 64_usize.div_ceil(BITS as usize);
 
 /// Which of 256 slots hold events: four words and a summary of the non-zero ones.
 #[derive(Default, Clone, Copy)]
@@ -92,31 +97,45 @@ impl Bitmap {
     /// The lowest occupied slot (call only if `any`).
     #[inline(always)]
     fn first(&self) -> usize {
-        let w = (self.summary.trailing_zeros() & 3) as usize;
+        let w = (self.summary.trailing_zeros() as usize) % (SLOTS / 64);
         (w << 6) | self.words[w].trailing_zeros() as usize
     }
 }
 
-/// A level above 0: slots of 2^(8l) ns, each with its events and their earliest time.
-struct Level {
-    occupied: Bitmap,
-    min: [u64; SLOTS],
-    slots: [Vec<(u64, Event)>; SLOTS],
+/// "No node".
+const NIL: u32 = u32::MAX;
+
+/// A pending event in the node slab, linked to the next one of its slot.
+#[derive(Copy, Clone)]
+struct Node {
+    t: u64,
+    ev: Event,
+    next: u32,
 }
 
-/// The timing wheel (events other than `Sample`).
+/// A FIFO of nodes: first and last (`NIL` when empty).
+#[derive(Copy, Clone)]
+struct Slot {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Slot = Slot { head: NIL, tail: NIL };
+
+/// The timing wheel (events other than `Sample`). Events live in one slab
+/// of nodes, reused through a free list (so a few pending events stay in a
+/// few cache lines); a slot is 8 bytes, a level 2 kB.
 struct Wheel {
     /// No pending event is earlier; level-0 events share all but the low 8 bits with it.
     cur: u64,
-    /// Level 0: one slot per nanosecond of the current 256-ns block.
-    l0: Box<[Vec<Event>; SLOTS]>,
-    l0_occupied: Bitmap,
-    /// Events of the current level-0 slot (`cur & MASK`) already popped.
-    l0_head: usize,
+    /// Level l's slots (level 0: one per nanosecond of the current 256-ns block).
+    slots: Box<[[Slot; SLOTS]; LEVELS]>,
+    occupied: [Bitmap; LEVELS],
     /// Bit l set: level l (≥ 1) holds events.
     levels_occupied: u32,
-    /// Levels 1…7 (index 0 unused).
-    levels: Box<[Level; LEVELS]>,
+    nodes: Vec<Node>,
+    /// First free node (`NIL`: none).
+    free: u32,
     len: usize,
 }
 
@@ -129,14 +148,13 @@ enum Next {
 
 impl Wheel {
     fn new() -> Wheel {
-        let level = || Level { occupied: Bitmap::default(), min: [u64::MAX; SLOTS], slots: std::array::from_fn(|_| Vec::new()) };
         Wheel {
             cur: 0,
-            l0: Box::new(std::array::from_fn(|_| Vec::new())),
-            l0_occupied: Bitmap::default(),
-            l0_head: 0,
+            slots: Box::new([[EMPTY; SLOTS]; LEVELS]),
+            occupied: [Bitmap::default(); LEVELS],
             levels_occupied: 0,
-            levels: Box::new(std::array::from_fn(|_| level())),
+            nodes: Vec::new(),
+            free: NIL,
             len: 0,
         }
     }
@@ -145,49 +163,82 @@ impl Wheel {
     fn push(&mut self, t: u64, ev: Event) {
         debug_assert!(t >= self.cur);
         self.len += 1;
-        self.place(t, ev);
+        let i = if self.free != NIL {
+            let i = self.free;
+            self.free = self.nodes[i as usize].next;
+            self.nodes[i as usize] = Node { t, ev, next: NIL };
+            i
+        } else {
+            self.nodes.push(Node { t, ev, next: NIL });
+            (self.nodes.len() - 1) as u32
+        };
+        self.place(i, t);
     }
 
-    /// File an event (time ≥ `cur`) in the slot its highest bit differing from `cur` selects.
+    /// Append node `i` (time `t` ≥ `cur`, `next` = NIL) to the slot its highest
+    /// bit differing from `cur` selects.
     #[inline(always)]
-    fn place(&mut self, t: u64, ev: Event) {
+    fn place(&mut self, i: u32, t: u64) {
         let x = t ^ self.cur;
-        if x <= MASK {
-            let s = (t & MASK) as usize;
-            self.l0[s].push(ev);
-            self.l0_occupied.set(s);
+        let (l, s) = if x <= MASK {
+            (0, (t & MASK) as usize)
         } else {
             let l = ((63 - x.leading_zeros()) / BITS) as usize;
-            let s = ((t >> (BITS * l as u32)) & MASK) as usize;
-            let lv = &mut self.levels[l];
-            lv.slots[s].push((t, ev));
-            lv.occupied.set(s);
-            if t < lv.min[s] {
-                lv.min[s] = t;
+            (l, ((t >> (BITS * l as u32)) & MASK) as usize)
+        };
+        let slot = &mut self.slots[l][s];
+        if slot.head == NIL {
+            slot.head = i;
+            self.occupied[l].set(s);
+            if l > 0 {
+                self.levels_occupied |= 1 << l;
             }
-            self.levels_occupied |= 1 << l;
+        } else {
+            self.nodes[slot.tail as usize].next = i;
         }
+        slot.tail = i;
+    }
+
+    /// The earliest time in a non-empty slot.
+    #[inline(always)]
+    fn min_of(&self, slot: Slot) -> u64 {
+        let mut i = slot.head;
+        let mut t = u64::MAX;
+        while i != NIL {
+            let n = &self.nodes[i as usize];
+            t = t.min(n.t);
+            i = n.next;
+        }
+        t
     }
 
     /// The slot of the earliest pending event and its time.
     #[inline(always)]
     fn next(&self) -> Option<(Next, u64)> {
-        if self.l0_occupied.any() {
-            let s = self.l0_occupied.first();
+        if self.occupied[0].any() {
+            let s = self.occupied[0].first();
             return Some((Next::L0(s), (self.cur & !MASK) | s as u64));
         }
         if self.levels_occupied == 0 {
             return None;
         }
         let l = self.levels_occupied.trailing_zeros() as usize;
-        let lv = &self.levels[l];
-        let s = lv.occupied.first();
-        Some((Next::Up(l, s), lv.min[s]))
+        let s = self.occupied[l].first();
+        Some((Next::Up(l, s), self.min_of(self.slots[l][s])))
     }
 
     #[inline(always)]
     fn peek(&self) -> Option<u64> {
         self.next().map(|(_, t)| t)
+    }
+
+    /// Free node `i`, returning its event.
+    #[inline(always)]
+    fn release(&mut self, i: u32) -> Event {
+        let n = &mut self.nodes[i as usize];
+        n.next = self.free;
+        self.free = i;
+        n.ev
     }
 
     /// Pop the earliest event if its time is at most `limit`.
@@ -202,37 +253,35 @@ impl Wheel {
             match at {
                 Next::L0(s) => {
                     self.cur = (self.cur & !MASK) | s as u64;
-                    let slot = &mut self.l0[s];
-                    let ev = slot[self.l0_head];
-                    self.l0_head += 1;
-                    if self.l0_head == slot.len() {
-                        slot.clear();
-                        self.l0_head = 0;
-                        self.l0_occupied.clear(s);
+                    let slot = &mut self.slots[0][s];
+                    let i = slot.head;
+                    slot.head = self.nodes[i as usize].next;
+                    if slot.head == NIL {
+                        *slot = EMPTY;
+                        self.occupied[0].clear(s);
                     }
-                    return Some((t, ev));
+                    return Some((t, self.release(i)));
                 }
                 Next::Up(l, s) => {
                     // The current time moves to the slot's earliest event.
                     self.cur = t;
-                    let lv = &mut self.levels[l];
-                    lv.min[s] = u64::MAX;
-                    lv.occupied.clear(s);
-                    if !lv.occupied.any() {
+                    let mut i = std::mem::replace(&mut self.slots[l][s], EMPTY).head;
+                    self.occupied[l].clear(s);
+                    if !self.occupied[l].any() {
                         self.levels_occupied &= !(1 << l);
                     }
-                    if lv.slots[s].len() == 1 {
+                    if self.nodes[i as usize].next == NIL {
                         // alone in its slot: it is the next event (the common case of sparse times)
-                        let (_, ev) = lv.slots[s].pop().unwrap();
-                        return Some((t, ev));
+                        return Some((t, self.release(i)));
                     }
                     // Move the slot down, in order; its earliest events land on level 0.
-                    let mut moving = std::mem::take(&mut lv.slots[s]);
-                    for &(t, ev) in &moving {
-                        self.place(t, ev);
+                    while i != NIL {
+                        let n = &mut self.nodes[i as usize];
+                        let (next, ti) = (n.next, n.t);
+                        n.next = NIL;
+                        self.place(i, ti);
+                        i = next;
                     }
-                    moving.clear();
-                    self.levels[l].slots[s] = moving; // keep the allocation
                     at = Next::L0((t & MASK) as usize);
                 }
             }
