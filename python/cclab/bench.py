@@ -269,7 +269,7 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
                       _fmt_count(r["packets"]), _fmt_count(r["packets_per_wall_s"]), f"{r['run_s']:.2f}",
                       f"{r['summary_s']:.2f}", f"{r['peak_rss_mb']:.0f}", f"{r['record_mb']:.1f}")  # fmt: skip
     # A pipe or CI log gets 80 columns by default, too narrow for this table.
-    wide = console if console.width >= 120 else Console(file=console.file, width=120, highlight=False,
+    wide = console if console.width >= 140 else Console(file=console.file, width=140, highlight=False,
                                                         force_terminal=console.is_terminal)  # fmt: skip
     wide.print(table)
     if skipped:
