@@ -62,43 +62,34 @@ pub enum Event {
     Sample,
 }
 
-/// Bits of time per level: 256 slots.
+/// Bits of time per level: 64 slots.
 const BITS: u32 = 6;
 const SLOTS: usize = 1 << BITS;
 const MASK: u64 = SLOTS as u64 - 1;
-/// 8 × 8 bits: every u64 time has a level.
+/// 11 × 6 bits: every u64 time has a level.
 const LEVELS: usize = 64_usize.div_ceil(BITS as usize);
 
-/// Which of 256 slots hold events: four words and a summary of the non-zero ones.
+/// Which of a level's 64 slots hold events.
 #[derive(Default, Clone, Copy)]
-struct Bitmap {
-    words: [u64; SLOTS / 64],
-    summary: u32,
-}
+struct Bitmap(u64);
 
 impl Bitmap {
     #[inline(always)]
     fn set(&mut self, s: usize) {
-        self.words[s >> 6] |= 1 << (s & 63);
-        self.summary |= 1 << (s >> 6);
+        self.0 |= 1 << s;
     }
     #[inline(always)]
     fn clear(&mut self, s: usize) {
-        let w = &mut self.words[s >> 6];
-        *w &= !(1 << (s & 63));
-        if *w == 0 {
-            self.summary &= !(1 << (s >> 6));
-        }
+        self.0 &= !(1 << s);
     }
     #[inline(always)]
     fn any(&self) -> bool {
-        self.summary != 0
+        self.0 != 0
     }
     /// The lowest occupied slot (call only if `any`).
     #[inline(always)]
     fn first(&self) -> usize {
-        let w = (self.summary.trailing_zeros() as usize) % (SLOTS / 64);
-        (w << 6) | self.words[w].trailing_zeros() as usize
+        self.0.trailing_zeros() as usize
     }
 }
 
