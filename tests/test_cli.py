@@ -117,6 +117,41 @@ def test_bench_cases_resolve():
     assert ir["duration_ns"] == 60_000_000_000 and ir["link"]["buffer"]["bytes"] == 312_500  # 1 BDP
 
 
+def test_bench_has_the_scale_cases():
+    from cclab import bench
+
+    for name, flows, rate in (("cubic100-10G", 100, 10**10), ("cubic1000-1G", 1000, 10**9), ("cubic10k-10G", 10_000, 10**10)):
+        ir = bench.build_ir(bench.CASES[name])
+        assert len(ir["flows"]) == flows and ir["link"]["capacity"]["rate_bps"] == rate
+        assert ir["duration_ns"] == 60_000_000_000
+        assert max(f["start_ns"] for f in ir["flows"]) < 1_100_000_000  # every flow has started by ~1 s
+
+
+def test_bench_vs_ns3_without_ns3_says_how_to_get_it(monkeypatch):
+    from cclab import ns3bench
+
+    monkeypatch.setattr(ns3bench, "ns3_prefix", lambda: None)
+    _assert_one_line_error(runner.invoke(app, ["bench", "--vs-ns3"]), "pip install 'cclab[bench]'", "ns-3.44")
+
+
+@needs_engine
+def test_bench_vs_ns3_runs_both_on_the_same_dumbbell(tmp_path):
+    """With the ns3 wheel installed (the bench extra): the dumbbell builds, and both simulators carry the same load."""
+    from cclab import ns3bench
+
+    if ns3bench.ns3_prefix() is None or ns3bench._compiler() is None:
+        pytest.skip("ns-3 (pip install 'cclab[bench]') or a C++ compiler is missing")
+    out = tmp_path / "vs.json"
+    result = runner.invoke(app, ["bench", "--vs-ns3", "--quick", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())["vs_ns3"]
+    assert [r["case"] for r in rows] == ["cubic-100M-25ms", "bbr2-cubic2-100M"]
+    for r in rows:
+        # 5 s at 100 Mbit/s is 41 667 packets of 1500 bytes; both keep the link nearly full
+        assert 0.9 * 41_667 <= r["cclab_packets"] <= 41_667 and 0.9 * 41_667 <= r["ns3_packets"] <= 41_667
+        assert r["cclab_s"] > 0 and r["ns3_s"] > 0
+
+
 def test_python_dash_m():
     proc = subprocess.run([sys.executable, "-m", "cclab", "version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "cclab" in proc.stdout

@@ -3,7 +3,7 @@
     cclab run FILE [--out DIR] [--backend sim|kernel] [--seed N] [--svg] [--no-plot] [--overwrite]
               [--dry-run] [--allow-large]
     cclab validate-scenario FILE
-    cclab bench [--quick] [--only NAME] [--json FILE]
+    cclab bench [--quick] [--only NAME] [--json FILE] [--vs-ns3]
     cclab version
 
 plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`), ``sweep``/``table``/
@@ -502,12 +502,13 @@ def bench_cmd(
     quick: bool = typer.Option(False, "--quick", help="Short (5 s) versions of each case, for CI smoke tests."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Run only this case (repeatable)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON to this file."),
+    vs_ns3: bool = typer.Option(False, "--vs-ns3", help="Run the same dumbbell in cclab and ns-3 (pip install 'cclab[bench]') and print the speed ratio."),
 ) -> None:
     """Benchmark the simulator on the reference scenarios (each case in a fresh process)."""
     from cclab import bench
 
     with user_errors():
-        bench.main(quick=quick, only=only or None, json_path=json_out, console=console)
+        bench.main(quick=quick, only=only or None, json_path=json_out, console=console, vs_ns3=vs_ns3)
 
 
 @app.command("version")

@@ -12,15 +12,25 @@ them. So before anything runs, :func:`estimate` predicts from the IR
 * **memory** — peak resident memory of ``cclab run``: ≈ 1 kB per
   ``flows.parquet`` row (samples × flows: the engine's columns, the metric
   frames and the Parquet writer), 200 B per sample, 100 B per packet the
-  buffer and the paths can hold, 50 B per trace opportunity, 150 MB base;
+  buffer and the paths can hold, 50 B per trace opportunity, 20 kB per
+  flow (the engine's TCP state measured 7.5 kB per flow with 10 000 CUBIC
+  flows at 10 Gbit/s, plus the flow's IR and per-flow frames), 150 MB base;
 * **record size** — ≈ 16 B per row and per sample (zstd Parquet);
 
 and :func:`check` refuses a run above any of :data:`LIMITS` with one line
-naming the estimate, the limit and the override: ``--allow-large`` on the
+naming the estimate, the field most to blame (``flows`` when the flows'
+own state is), the limit and the override: ``--allow-large`` on the
 command line, ``allow_large=True`` in Python. The coefficients were measured
 on this project's machine (``cclab run`` peak RSS and record sizes for 10⁵–10⁶
 rows); they are estimates, deliberately on the high side. ``cclab run
 --dry-run`` and ``cclab sweep --dry-run`` print them without running.
+
+The number of flows has no fixed limit on the simulator: memory (this
+estimate) bounds it — at 20 kB per flow the 8 GB limit allows ~390 000
+flows whose per-flow series are coarse or off. The kernel backend has a
+fixed limit, :data:`cclab.kernel.machine.MAX_FLOWS` (docs/kernel.md says
+why), which :func:`check` applies too, so ``--dry-run --backend kernel``
+reports it. docs/performance.md lists every limit with its reason.
 """
 
 from __future__ import annotations
@@ -62,6 +72,12 @@ class Estimate:
     events: float
     memory_bytes: float
     record_bytes: float
+    flows: int = 0
+
+    @property
+    def flow_state_bytes(self) -> float:
+        """The part of :attr:`memory_bytes` that is the flows' own state."""
+        return _PER_FLOW * self.flows
 
     @property
     def wall_s(self) -> float:
@@ -81,7 +97,8 @@ class Estimate:
     def summary(self) -> str:
         return (f"{self.samples:,} samples × flows = {self.rows:,} rows; ~{self.packets:.3g} bottleneck packets, "
                 f"~{self.events:.3g} events (~{format_duration(self.wall_s)} of simulator time); "
-                f"memory ~{format_bytes(self.memory_bytes)}, record ~{format_bytes(self.record_bytes)}")
+                f"memory ~{format_bytes(self.memory_bytes)} (flows' state ~{format_bytes(self.flow_state_bytes)}), "
+                f"record ~{format_bytes(self.record_bytes)}")
 
 
 def format_bytes(n: float) -> str:
@@ -131,7 +148,7 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
               + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
     record = _RECORD_PER_ROW * (rows + samples) + 12 * opportunities
     return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
-                    record_bytes=record)  # fmt: skip
+                    record_bytes=record, flows=len(flows))  # fmt: skip
 
 
 _NAMES = {"memory_bytes": "memory", "events": "simulator events", "record_bytes": "record size"}
@@ -141,6 +158,8 @@ def _field_value(field: str, ir: Mapping[str, Any]) -> str:
     from .units import format_duration as fmt_d, format_size
 
     link = ir["link"]
+    if field == "flows":
+        return f"{len(ir.get('flows') or []):,} flows"
     if field == "duration":
         return fmt_d(ir["duration_ns"])
     if field == "sample_interval":
@@ -155,6 +174,8 @@ def _responsible(key: str, est: Estimate, ir: Mapping[str, Any]) -> str:
     """The field most to blame for exceeding the limit ``key``."""
     if key == "events":
         return "duration"
+    if key == "memory_bytes" and est.flow_state_bytes >= 0.5 * est.memory_bytes:
+        return "flows"
     by_rows = _PER_ROW * est.rows if key == "memory_bytes" else _RECORD_PER_ROW * est.rows
     if by_rows >= 0.5 * getattr(est, key):
         return "sample_interval"
@@ -171,6 +192,13 @@ def check(ir: Mapping[str, Any], *, backend: str = "sim", allow_large: bool = Fa
           override: str = "--allow-large") -> Estimate:  # fmt: skip
     """:func:`estimate`, and a :class:`ScenarioError` if it exceeds :data:`LIMITS` (unless ``allow_large``)."""
     est = estimate(ir)
+    if backend == "kernel":
+        from .kernel.machine import MAX_FLOWS
+
+        n = len(ir.get("flows") or [])
+        if n > MAX_FLOWS:
+            raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows",
+                                f"at most {MAX_FLOWS} flows per kernel run (CPU: docs/kernel.md), or --backend sim")  # fmt: skip
     over = est.over(backend)
     if over and not allow_large:
         key, value, limit = over[0]

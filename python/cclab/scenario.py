@@ -91,8 +91,11 @@ HEADER_BYTES = 52
 MIN_MSS = 88
 #: Largest MSS that fits a 9000-byte jumbo frame.
 MAX_MSS = 9000 - HEADER_BYTES
-#: Flows in one group; a guard against typos such as count = 10000000.
-MAX_COUNT = 100_000
+#: Flows in one group: a guard against typos such as count = 100000000, checked before the
+#: resolver builds every flow (~1 kB each). What a run can hold is bounded by memory
+#: instead: the resource estimate (cclab.limits, ~20 kB per flow) refuses more than the
+#: 8 GB limit allows (~390 000 flows) unless --allow-large; docs/performance.md "Limits".
+MAX_COUNT = 1_000_000
 
 _LOSS_MODELS = {"gilbert-elliott": "gilbert-elliott", "gilbert_elliott": "gilbert-elliott", "bernoulli": "bernoulli"}
 

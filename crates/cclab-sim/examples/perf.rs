@@ -5,11 +5,17 @@ use cclab_sim::scenario::*;
 use std::collections::BTreeMap;
 
 fn sc(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)]) -> Scenario {
+    staggered(rate, rtt_ms, dur_s, flows, 0)
+}
+
+/// Flow i starts at i × `stagger_ns` (the `cclab bench` many-flow cases).
+fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_ns: u64) -> Scenario {
     let mut fl = vec![];
     for (cca, n) in flows {
         for _ in 0..*n {
             let id = fl.len() as u32;
-            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
+            let start_ns = id as u64 * stagger_ns;
+            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
         }
     }
     let bdp = rate * rtt_ms / 8000;
@@ -24,16 +30,24 @@ fn sc(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)]) -> Scenario {
 
 fn main() {
     let only = std::env::args().nth(1);
+    // DUR=seconds: simulated seconds of every case (60, as `cclab bench`, by default).
+    let dur = std::env::var("DUR").map(|d| d.parse().unwrap()).unwrap_or(60);
     let cases = vec![
-        ("cubic-100M-25ms-60s", sc(100_000_000, 25, 60, &[("cubic", 1)])),
-        ("reno2-cubic2-100M-25ms-60s", sc(100_000_000, 25, 60, &[("reno", 2), ("cubic", 2)])),
-        ("cubic-1G-100ms-60s", sc(1_000_000_000, 100, 60, &[("cubic", 1)])),
-        ("cubic100-1G-25ms-60s", sc(1_000_000_000, 25, std::env::var("DUR").map(|d| d.parse().unwrap()).unwrap_or(60), &[("cubic", 100)])),
-        ("bbr-1G-100ms-60s", sc(1_000_000_000, 100, 60, &[("bbr", 1)])),
-        ("bbr2-cubic2-100M-25ms-60s", sc(100_000_000, 25, 60, &[("bbr", 2), ("cubic", 2)])),
+        ("cubic-100M-25ms", sc(100_000_000, 25, dur, &[("cubic", 1)])),
+        ("reno2-cubic2-100M-25ms", sc(100_000_000, 25, dur, &[("reno", 2), ("cubic", 2)])),
+        ("cubic-1G-100ms", sc(1_000_000_000, 100, dur, &[("cubic", 1)])),
+        ("cubic100-1G-25ms", staggered(1_000_000_000, 25, dur, &[("cubic", 100)], 10_000_000)),
+        ("bbr-1G-100ms", sc(1_000_000_000, 100, dur, &[("bbr", 1)])),
+        ("bbr2-cubic2-100M-25ms", sc(100_000_000, 25, dur, &[("bbr", 2), ("cubic", 2)])),
+        ("cubic100-10G-25ms", staggered(10_000_000_000, 25, dur, &[("cubic", 100)], 10_000_000)),
+        ("cubic1000-1G-25ms", staggered(1_000_000_000, 25, dur, &[("cubic", 1000)], 1_000_000)),
+        ("cubic10000-10G-25ms", staggered(10_000_000_000, 25, dur, &[("cubic", 10_000)], 100_000)),
     ];
-    for (name, s) in cases {
+    // SAMPLE=ms overrides the 10 ms sample interval (to separate the packet path from sampling).
+    let sample_ns = std::env::var("SAMPLE").map(|d| d.parse::<u64>().unwrap() * 1_000_000).ok();
+    for (name, mut s) in cases {
         if only.as_deref().is_some_and(|o| !name.contains(o)) { continue; }
+        if let Some(ns) = sample_ns { s.sample_interval_ns = ns; }
         let t = std::time::Instant::now();
         let out = cclab_sim::simulate(&s).unwrap();
         let wall = t.elapsed().as_secs_f64();

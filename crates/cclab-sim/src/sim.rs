@@ -199,11 +199,7 @@ impl Sim {
 
     pub fn run(&mut self) {
         let end = Time(self.scenario.duration_ns);
-        while let Some(t) = self.q.peek_time() {
-            if t > end {
-                break;
-            }
-            let (now, ev) = self.q.pop().unwrap();
+        while let Some((now, ev)) = self.q.pop_until(end) {
             self.dispatch(now, ev);
         }
     }
@@ -214,10 +210,7 @@ impl Sim {
     /// instructions, callgrind, through other inlining.)
     #[cfg(test)]
     pub(crate) fn step(&mut self) -> Option<Time> {
-        if self.q.peek_time()? > Time(self.scenario.duration_ns) {
-            return None;
-        }
-        let (now, ev) = self.q.pop().unwrap();
+        let (now, ev) = self.q.pop_until(Time(self.scenario.duration_ns))?;
         self.dispatch(now, ev);
         Some(now)
     }
