@@ -169,6 +169,17 @@ impl Simulation {
         Ok(d.into())
     }
 
+    /// {algorithm: [state names by code]} (known before the run starts).
+    fn state_names<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new_bound(py);
+        if let Some(sim) = &self.sim {
+            for (cca, states) in sim.state_names() {
+                d.set_item(cca, states.clone())?;
+            }
+        }
+        Ok(d)
+    }
+
     /// True once the run reached its end.
     #[getter]
     fn done(&mut self) -> bool {

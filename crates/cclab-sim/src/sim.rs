@@ -477,6 +477,11 @@ impl Sim {
         (self.out.flows.take(rows), self.out.link.take())
     }
 
+    /// (algorithm, state names by code) of every algorithm in the run.
+    pub fn state_names(&self) -> &[(String, Vec<String>)] {
+        &self.out.state_names
+    }
+
     /// True once every event up to the end of the run is done.
     pub fn is_done(&mut self) -> bool {
         self.q.peek_time().is_none_or(|t| t.0 > self.scenario.duration_ns)
