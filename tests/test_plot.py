@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +35,7 @@ def test_png_and_svg(run, tmp_path):
 
 
 def test_default_path_is_inside_the_record(run, tmp_path):
-    copy = record.Run(**{**run.__dict__, "path": tmp_path})
+    copy = dataclasses.replace(run, path=tmp_path)
     assert copy.plot() == [tmp_path / "timeseries.png"]
 
 

@@ -222,6 +222,10 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool) -
         est = limits.estimate(ir)
     console.print(f"{safe(file)}: {safe(ir['name'])}", soft_wrap=True)
     console.print(f"  estimate: {est.summary()}", soft_wrap=True)
+    from cclab.resolve import describe_record, describe_start_offsets
+
+    console.print(f"  record: {safe(describe_record(ir))}", soft_wrap=True)
+    console.print(f"  start offsets: {safe(describe_start_offsets(ir))}", soft_wrap=True)
     console.print("  limits: " + ", ".join(f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
                                           for k, v in limits.LIMITS.items()), soft_wrap=True)  # fmt: skip
     with user_errors():

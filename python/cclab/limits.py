@@ -106,7 +106,10 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     duration_ns = int(ir["duration_ns"])
     flows = ir.get("flows") or []
     samples = duration_ns // max(1, int(ir["sample_interval_ns"]))
-    rows = samples * len(flows)
+    rec = ir.get("record") or {}
+    flows_interval = int(rec.get("flows_interval_ns") or ir["sample_interval_ns"])  # docs/ir.md `record`
+    rows = duration_ns // max(1, flows_interval) * len(flows)
+    stored_rows = rows if rec.get("flows_stored", True) else 0
     link = ir["link"]
     cap = link["capacity"]
     wire = int(ir.get("mss", 1448)) + int(ir.get("header_bytes", 52))
@@ -129,7 +132,7 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     held = min(held, packets + 10 * len(flows))
     memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * samples + _PER_PACKET_HELD * held
               + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
-    record = _RECORD_PER_ROW * (rows + samples) + 12 * opportunities
+    record = _RECORD_PER_ROW * (stored_rows + samples) + 12 * opportunities
     return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
                     record_bytes=record)  # fmt: skip
 

@@ -700,6 +700,37 @@ def hist_bin_edges(bins: np.ndarray, sub_bits: int = HIST_SUB_BITS) -> tuple[np.
     return (mant << shift).astype(np.float64), (np.int64(1) << shift).astype(np.float64)
 
 
+def hist_bins(values_ns: np.ndarray, sub_bits: int = HIST_SUB_BITS) -> np.ndarray:
+    """The log-linear bin of each value (ns ≥ 0), as ``bin_of`` in crates/cclab-netmodel/src/hist.rs."""
+    v = np.asarray(values_ns, dtype=np.int64)
+    sub = 1 << sub_bits
+    e = np.frexp(np.maximum(v, 1).astype(np.float64))[1].astype(np.int64) - 1  # highest set bit (exact below 2^53)
+    shift = np.maximum(e - sub_bits, 0)
+    return np.where(v < 2 * sub, v, shift * sub + (v >> shift)).astype(np.int64)
+
+
+def histogram_of(values_ns: np.ndarray, groups: np.ndarray | None = None, sub_bits: int = HIST_SUB_BITS
+                 ) -> dict[str, np.ndarray]:
+    """Samples (ns) as log-linear histograms in the engine's form: ``{"bin", "count"}`` (+ ``"flow_id"``
+    when ``groups`` gives each sample's flow), with exact ``n``/``sum_ns``/``min_ns``/``max_ns``
+    (+ ``stats_flow_id``). For a backend whose samples come as a series (the kernel's tcp_info)."""
+    v = np.asarray(values_ns, dtype=float)
+    g = np.zeros(v.size, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+    ok = np.isfinite(v) & (v >= 0)
+    v, g = np.round(v[ok]).astype(np.int64), g[ok]
+    b = hist_bins(v, sub_bits)
+    cells = pd.DataFrame({"g": g, "b": b}).value_counts().sort_index()
+    stats = pd.DataFrame({"g": g, "v": v}).groupby("g")["v"].agg(["size", "sum", "min", "max"])
+    out = {"bin": cells.index.get_level_values("b").to_numpy(dtype=np.int64),
+           "count": cells.to_numpy(dtype=np.int64),
+           "n": stats["size"].to_numpy(dtype=np.int64), "sum_ns": stats["sum"].to_numpy(dtype=float),
+           "min_ns": stats["min"].to_numpy(dtype=float), "max_ns": stats["max"].to_numpy(dtype=float)}  # fmt: skip
+    if groups is not None:
+        out["flow_id"] = cells.index.get_level_values("g").to_numpy(dtype=np.int64)
+        out["stats_flow_id"] = stats.index.to_numpy(dtype=np.int64)
+    return out
+
+
 def hist_quantiles(bins: np.ndarray, counts: np.ndarray, qs: Sequence[float], groups: np.ndarray | None = None,
                    n_groups: int = 1, sub_bits: int = HIST_SUB_BITS) -> np.ndarray:
     """Nearest-rank quantiles (value of rank ⌈q·n⌉) of log-linear histograms, in ns, exact to a bin
@@ -1156,6 +1187,12 @@ class Period:
         return f"period {self.period_s:.1f} s ({self.lo_s:.1f}–{self.hi_s:.1f} s), p = {self.p_value:.2g}"
 
 
+#: Half-width (independent frequencies) of the running median that estimates the local continuum.
+CONTINUUM_BINS = 5
+#: A period must fit this many times into the series to be tested (default ``max_period`` = span / this).
+MIN_CYCLES = 4
+
+
 def detect_period(x: np.ndarray, dt: float, *, min_period: float | None = None, max_period: float | None = None,
                   alpha: float = 0.01) -> Period:
     """The dominant period of a regularly sampled series, with a significance test.
@@ -1193,33 +1230,59 @@ def detect_period(x: np.ndarray, dt: float, *, min_period: float | None = None, 
         return none
     span = n * dt
     lo_p = max(min_period or 0.0, 2 * dt)
-    hi_p = min(max_period or math.inf, span / 2)
+    hi_p = min(max_period or math.inf, span / MIN_CYCLES)
     if lo_p >= hi_p:
         return none
-    rho = float(np.clip(np.corrcoef(x[:-1], x[1:])[0, 1], 0.0, 0.99))
     f, p = periodogram(x, dt, pad=8)
-    fi, pi = periodogram(x, dt, pad=1)
-
-    def red(freq: np.ndarray) -> np.ndarray:
-        return (1 - rho**2) / (1 - 2 * rho * np.cos(2 * np.pi * freq * dt) + rho**2)
-
-    scale = float(np.mean(pi[1:]) / np.mean(red(fi[1:])))
-    ratio = p / (scale * red(f))
+    fi, _ = periodogram(x, dt, pad=1)
     with np.errstate(divide="ignore"):
         period, period_i = 1.0 / f, 1.0 / fi
     band = (period >= lo_p) & (period <= hi_p)
     m = int(np.sum((period_i >= lo_p) & (period_i <= hi_p)))
     if not band.any() or m == 0:
         return none
-    k = int(np.flatnonzero(band)[np.argmax(ratio[band])])
-    r = float(ratio[k])
+    # the candidate: the strongest peak; the background: the AR(1) spectrum of what is left
+    # once the best sinusoid at the candidate is removed (else a strong cycle's own
+    # autocorrelation would pass for red noise and hide it)
+    def ar1(series: np.ndarray) -> float:
+        return float(np.clip(np.corrcoef(series[:-1], series[1:])[0, 1], 0.0, 0.99)) if np.std(series) > 0 else 0.0
+
+    def red(freq: np.ndarray | float, rho: float) -> np.ndarray:
+        return (1 - rho**2) / (1 - 2 * rho * np.cos(2 * np.pi * np.asarray(freq) * dt) + rho**2)
+
+    rho0 = ar1(x)
+    k = int(np.flatnonzero(band)[np.argmax((p / red(f, rho0))[band])])
+    fk = float(f[k])
+    design = np.column_stack([np.cos(2 * np.pi * fk * tt * dt), np.sin(2 * np.pi * fk * tt * dt)])
+    resid = x - design @ np.linalg.lstsq(design, x, rcond=None)[0]
+    rho = ar1(resid)
+    fr, pr = periodogram(x, dt, pad=1)  # the level from the whole series: exact under the null
+    scale = float(np.mean(pr[1:]) / np.mean(red(fr[1:], rho)))
+    # … and no lower than the local continuum: the running median of the periodogram over
+    # ±CONTINUUM_BINS independent frequencies / ln 2 (the median of χ²₂/2), so that a broadband
+    # excess that is not AR(1)-shaped (a slow wander under fast noise) is not taken for a line
+    # (Mann & Lees, Climatic Change 33, 1996: robust background estimation)
+    j = int(np.argmin(np.abs(fr - fk)))
+    h = CONTINUUM_BINS
+    lo_j = int(np.clip(j - h, 1, max(1, pr.size - 2 * h - 1)))
+    continuum = float(np.median(pr[lo_j : lo_j + 2 * h + 1])) / math.log(2)
+    background = max(scale * float(red(fk, rho)), continuum)
+    r = float(p[k] / background) if background > 0 else math.inf
     p_single = math.exp(-r)  # χ²₂/2 survival at r
     p_value = float(-np.expm1(m * np.log1p(-p_single))) if p_single < 1 else 1.0
-    fk = float(f[k])
     half = 0.5 / span
     lo_s, hi_s = 1.0 / (fk + half), (1.0 / (fk - half) if fk > half else math.inf)
     sig = p_value < alpha
-    return Period(1.0 / fk if sig else math.nan, p_value, sig, lo_s, hi_s, 1.0 / fk, r, span * fk, alpha)
+    best = 1.0 / fk
+    if sig:  # refine: the autocorrelation's peak within the periodogram peak's resolution interval
+        acf = autocorrelation(x)
+        lags = np.arange(acf.size) * dt
+        near = np.flatnonzero((lags >= lo_s) & (lags <= hi_s))
+        if near.size:
+            j = int(near[np.argmax(acf[near])])
+            if 0 < j < acf.size - 1 and acf[j] >= acf[j - 1] and acf[j] >= acf[j + 1]:
+                best = float(lags[j])
+    return Period(best if sig else math.nan, p_value, sig, lo_s, hi_s, best, r, span / best, alpha)
 
 
 def periodogram(x: np.ndarray, dt: float, pad: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -59,7 +59,7 @@ from .scenario import DEFAULT_START_OFFSET, HEADER_BYTES, Cca, LossModel, Scenar
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir",
-           "start_offset_ns", "flows_interval_ns", "AUTO_FLOW_ROWS"]
+           "start_offset_ns", "flows_interval_ns", "AUTO_FLOW_ROWS", "describe_record", "describe_start_offsets"]
 
 #: "auto" per-flow record interval: at most this many per-flow rows (flows × samples) at the sample interval;
 #: above it the per-flow series are coarsened (docs/record.md "Records at scale").
@@ -330,30 +330,30 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 "leave stop out for a flow that runs to the end")
         for k in range(group.count):
             nominal = start + k * stagger
+            if nominal >= duration:
+                if k == 0:
+                    raise ScenarioError(f"{where}.start", group.start,
+                                        f"{group.start!r} is not before the end of the run", within_run)
+                raise ScenarioError(f"{where}.stagger", group.stagger,
+                                    f"flow {k} of this group would start at {fmt_d(nominal)}, "
+                                    f"not before the end of the run ({scenario.duration!r})",
+                                    "expected start + (count − 1) × stagger < duration")
+            if stop is not None and stop <= nominal:
+                raise ScenarioError(f"{where}.stop", group.stop,
+                                    f"{group.stop!r} is not after the start of flow {k} of this group "
+                                    f"({fmt_d(nominal)})",
+                                    f"expected a time after start + (count − 1) × stagger and at most the duration "
+                                    f"({scenario.duration!r})")
             window = math.floor(offset_amount * rtt) if offset_kind == "rtt" else int(offset_amount)
             offset = start_offset_ns(scenario.seed, len(flows), window)
             flow_start = nominal + offset
-            if offset and nominal < duration and (flow_start >= duration or (stop is not None and stop <= flow_start)):
+            if flow_start >= duration or (stop is not None and stop <= flow_start):
                 limit = "the end of the run" if flow_start >= duration else f"its stop ({group.stop!r})"
                 raise ScenarioError("start_offset", offset_text,
                                     f"flow {k} of flows[{g}] would start at {fmt_d(nominal)} + a random offset of "
                                     f"{fmt_d(offset)} = {fmt_d(flow_start)}, not before {limit}",
                                     "expected a smaller window (e.g. \"1rtt\" or \"5ms\"), 0 for none, "
                                     "or an earlier start")
-            if flow_start >= duration:
-                if k == 0:
-                    raise ScenarioError(f"{where}.start", group.start,
-                                        f"{group.start!r} is not before the end of the run", within_run)
-                raise ScenarioError(f"{where}.stagger", group.stagger,
-                                    f"flow {k} of this group would start at {fmt_d(flow_start)}, "
-                                    f"not before the end of the run ({scenario.duration!r})",
-                                    "expected start + (count − 1) × stagger < duration")
-            if stop is not None and stop <= flow_start:
-                raise ScenarioError(f"{where}.stop", group.stop,
-                                    f"{group.stop!r} is not after the start of flow {k} of this group "
-                                    f"({fmt_d(flow_start)})",
-                                    f"expected a time after start + (count − 1) × stagger and at most the duration "
-                                    f"({scenario.duration!r})")
             flow = {
                 "id": len(flows),
                 "group": g,
@@ -428,6 +428,34 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
     if record is not None:
         ir["record"] = record
     return ir
+
+
+def describe_record(ir: dict[str, Any]) -> str:
+    """One line for ``--dry-run``: how the run records its flows."""
+    fmt_d = units.format_duration
+    n = len(ir["flows"])
+    sample = int(ir["sample_interval_ns"])
+    rec = ir.get("record") or {}
+    interval = int(rec.get("flows_interval_ns") or sample)
+    rows = n * (int(ir["duration_ns"]) // interval)
+    where = "per-flow series in flows.parquet" if rec.get("flows_stored", True) else \
+        "per-flow series for the summary only (record.flows = \"off\": flows.parquet has no rows)"
+    why = ""
+    if interval != sample:
+        full = n * (int(ir["duration_ns"]) // sample)
+        why = (f" (coarser than sample_interval {fmt_d(sample)}: {full:,} rows would exceed the automatic "
+               f"limit of {AUTO_FLOW_ROWS:,}; set record.flows to choose)") if full > AUTO_FLOW_ROWS else ""
+    return f"{where} every {fmt_d(interval)}{why}: {rows:,} rows; the link every {fmt_d(sample)}"
+
+
+def describe_start_offsets(ir: dict[str, Any]) -> str:
+    """One line for ``--dry-run``: the flows' random start offsets of this seed."""
+    offsets = [int(f.get("start_offset_ns") or 0) for f in ir["flows"]]
+    if not any(offsets):
+        return "none (every flow starts exactly at its start time; trials differ only where the seed drives loss or algorithms)"
+    fmt_d = units.format_duration
+    return (f"drawn from seed {ir['seed']}: {fmt_d(min(offsets))} … {fmt_d(max(offsets))} over {len(offsets)} flow(s) "
+            "(each trial draws its own)")
 
 
 def _record_ir(scenario: Scenario, n_flows: int, duration: int, sample: int,
