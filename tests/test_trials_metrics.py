@@ -229,18 +229,22 @@ def _as_version_2(v1: Path, out: Path) -> Path:
 def test_old_records_are_migrated_on_read(tmp_path):
     v1 = REPO / "tests/fixtures/record-v1/run"  # a record of version 1: no manifest, no histograms
     assert json.loads((v1 / "meta.json").read_text())["record_version"] == 1
-    for d in (v1, _as_version_2(v1, tmp_path / "v2")):
+    v2 = _as_version_2(v1, tmp_path / "store" / "runs" / "rid2")
+    for d in (v1, v2):
         assert record.is_complete(d) and record.verify(d) is None
         run = record.read_run(d)
         assert run.histograms is None and run.meta["summary_migrated_from"] == 1
         assert run.summary["summary_version"] == metrics.SUMMARY_VERSION  # today's definitions, in memory
         assert run.summary["aggregate"]["queue_delay_source"] == "interval means"
         assert run.summary["per_flow"][0]["goodput_bps"] > 0 and len(run.flows) == 1200  # 2 flows × 600 samples
-    # a sweep store of such records still builds its table (and resumes: the run ids are unchanged)
-    from cclab.store import SweepStore, flatten_summary
+    # a sweep store holding such a record still builds its table, in today's definitions
+    from cclab.store import SweepStore
 
-    assert "agg.jain_1s_mean" in flatten_summary(record.read_run(tmp_path / "v2").summary)
-    assert SweepStore(tmp_path).is_complete("v2")
+    store = SweepStore(tmp_path / "store")
+    store.write_points([{"point": 0, "run_id": "rid2", "params": {}, "trial": 0, "seed": 1, "backend": "sim"}])
+    assert store.complete_ids(verify=True) == {"rid2"}
+    df = store.build_results(write=False)
+    assert df["agg.jain_1s_mean"].iloc[0] > 0 and df["n_effective"].iloc[0] == 1
 
 
 # ---------------------------------------------------------------- 12.3 periods
