@@ -66,7 +66,7 @@ def rust_fields(struct_or_variant: str) -> set[str]:
     source = "\n".join(f.read_text() for f in files)
     match = re.search(rf"(?:struct\s+|\n\s+){struct_or_variant}\s*\{{(.*?)\}}", source, re.S)
     assert match, struct_or_variant
-    body = re.sub(r"#\[[^\]]*\]", "", re.sub(r"//[^\n]*", "", match.group(1)))  # comments and attributes out
+    body = re.sub(r"#\[[^\]]*\]", "", re.sub(r"//[^\n]*", "", match.group(1)))  # comments, attributes
     return set(re.findall(r"(?:pub\s+)?(\w+)\s*:", body))
 
 
@@ -197,10 +197,10 @@ def test_groups_expand_with_sequential_ids_and_stagger() -> None:
 
 
 def test_cca_parameters_reach_the_ir(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cclab._native as native
+    from cclab import cca_params
 
-    real = native.algorithms()
-    monkeypatch.setattr(native, "algorithms", lambda: {**real, "bbr_test": ["cwnd_gain", "pacing_gain"]})
+    gain = cca_params.Param(1 / 256, 64, hi_open=True)
+    monkeypatch.setitem(cca_params.PARAMS, "bbr_test", {"cwnd_gain": gain, "pacing_gain": gain})
     ir = resolve(scenario_from_dict(small(flows=[{"cca": {"name": "bbr_test", "cwnd_gain": 1.5}, "rtt": "40ms"}])))
     assert ir["flows"][0]["cca"] == "bbr_test"
     assert ir["flows"][0]["cca_params"] == {"cwnd_gain": 1.5}
@@ -396,7 +396,10 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     expected_max = 4 * 10**9 * 200 * MS // (8 * S) + 10_000_000
     assert ir["host"]["tcp_rmem"] == [4096, 131072, expected_max]
     assert ir["host"]["tcp_wmem"] == [4096, 16384, expected_max]
-    assert set(ir["host"]) == rust_fields("Host")
+    # jitter_ns is optional (absent without [host] jitter; docs/ir.md)
+    assert set(ir["host"]) | {"jitter_ns"} == rust_fields("Host")
+    jittered = resolve(scenario_from_dict(small(host={"jitter": {"median": "10us", "p99": "50us"}})))
+    assert set(jittered["host"]) == rust_fields("Host")
 
 
 # --- queue disciplines (docs/queues.md) ----------------------------------------------------------------

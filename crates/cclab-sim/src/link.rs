@@ -12,7 +12,9 @@
 //! another leaves sees the queue after the departure (as the emulator does).
 
 use crate::event::{Event, EventQueue};
+use crate::jitter::Jitter;
 use crate::pipe::Pipe;
+use crate::rng::Rng;
 use crate::scenario::Link;
 use crate::time::Time;
 use cclab_netmodel::{Bottleneck, DropCause, Sink};
@@ -58,6 +60,11 @@ pub struct SimLink {
     pub flow_egress_bytes: Vec<u64>,
     /// Dropped packets with their cause, when recording (tests).
     pub drop_log: Option<Vec<(Packet, DropCause)>>,
+    /// The receiving hosts' jitter (`jitter.rs`) and its stream: added to
+    /// each departure's arrival at its receiver, FIFO kept (the receivers
+    /// take packets in from one line, as the emulator's data thread writes
+    /// them into one device).
+    host_jitter: Option<(Jitter, Rng)>,
 }
 
 /// Routes the model's output: departures onto the propagation line (or
@@ -69,6 +76,7 @@ struct Route<'a> {
     rx: &'a mut Vec<Packet>,
     egress: &'a mut [u64],
     drop_log: &'a mut Option<Vec<(Packet, DropCause)>>,
+    jitter: &'a mut Option<(Jitter, Rng)>,
 }
 
 impl Sink<Seg> for Route<'_> {
@@ -77,6 +85,10 @@ impl Sink<Seg> for Route<'_> {
         if let Some(b) = self.egress.get_mut(pkt.flow as usize) {
             *b += pkt.len as u64;
         }
+        let exit = match self.jitter {
+            Some((j, rng)) => exit + j.sample(rng),
+            None => exit,
+        };
         if exit == self.now.0 && self.prop.is_empty() {
             // zero propagation delay: at its receiver now
             self.rx.push(pkt);
@@ -100,14 +112,20 @@ impl SimLink {
             event_at: u64::MAX,
             flow_egress_bytes: vec![0; n_flows],
             drop_log: None,
+            host_jitter: None,
         })
+    }
+
+    /// Delay each departure's arrival at its receiver by host jitter.
+    pub fn set_host_jitter(&mut self, jitter: Jitter, rng: Rng) {
+        self.host_jitter = Some((jitter, rng));
     }
 
     /// A packet reaches the bottleneck. Packets that reach their receiver
     /// at once (zero propagation delay) are appended to `rx`.
     #[inline]
     pub fn arrive(&mut self, now: Time, pkt: Packet, q: &mut EventQueue, rx: &mut Vec<Packet>) {
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, jitter: &mut self.host_jitter };
         self.model.arrive(now.0, pkt, &mut r);
         self.resched(q);
     }
@@ -118,7 +136,7 @@ impl SimLink {
             return; // superseded: the link already did what was due
         }
         self.event_at = u64::MAX;
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, jitter: &mut self.host_jitter };
         self.model.advance(now.0, &mut r);
         self.resched(q);
     }

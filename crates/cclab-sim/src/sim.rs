@@ -6,11 +6,12 @@
 
 use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue};
+use crate::jitter::Jitter;
 use crate::link::{Packet, Seg, SimLink};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
 use cclab_netmodel::WindowHist;
-use crate::rng::mix;
+use crate::rng::{mix, Rng};
 use crate::scenario::{Flow, Scenario, IR_VERSION};
 use crate::tcp::rcvwnd::RcvConfig;
 use crate::tcp::receiver::{Ack, EcnMode, Receiver};
@@ -20,6 +21,11 @@ use crate::time::{Dur, Time};
 /// RNG stream labels (so streams never collide): the link's loss and qdisc
 /// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
 const STREAM_CC: u64 = 1 << 32;
+/// Host jitter (`jitter.rs`): the receivers' line, then per flow its data
+/// leaving the sender and its ACKs.
+const STREAM_JITTER_DATA: u64 = 3;
+const STREAM_JITTER_ACK: u64 = 2 << 32;
+const STREAM_JITTER_TX: u64 = 3 << 32;
 
 struct FlowState {
     cfg: Flow,
@@ -39,6 +45,11 @@ struct FlowState {
     last_delivery: Time,
     /// RTT samples of ACKs arriving in the measure window.
     rtt_hist: WindowHist,
+    /// This flow's streams of host-jitter draws (with `Sim::jitter`): its
+    /// data leaving the sender, its ACKs (leaving the receiver and taken in
+    /// by the sender).
+    tx_jitter_rng: Rng,
+    ack_jitter_rng: Rng,
 }
 
 pub struct Sim {
@@ -54,6 +65,8 @@ pub struct Sim {
     last_sample: Time,
     /// Flows are sampled at multiples of this (docs/ir.md `record`).
     flows_interval: u64,
+    /// Host jitter (`jitter.rs`), if any.
+    jitter: Option<Jitter>,
 }
 
 /// Run a scenario to completion.
@@ -94,7 +107,11 @@ fn validate(sc: &Scenario) -> Result<(), String> {
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, String> {
         validate(sc)?;
-        let link = SimLink::new(&sc.link, sc.seed, sc.flows.len())?;
+        let mut link = SimLink::new(&sc.link, sc.seed, sc.flows.len())?;
+        let jitter = Jitter::new(&sc.host.jitter_ns)?;
+        if let Some(j) = &jitter {
+            link.set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
+        }
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
         let rcv_cfg = RcvConfig { mss: sc.mss, truesize: sc.host.rcv_truesize, rmem: sc.host.tcp_rmem };
@@ -151,6 +168,8 @@ impl Sim {
                     h.set_window(sc.measure.from_ns, sc.measure.to_ns);
                     h
                 },
+                tx_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_TX + f.id as u64),
+                ack_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_ACK + f.id as u64),
             });
         }
         let n_samples = (sc.duration_ns / sc.sample_interval_ns) as usize;
@@ -193,6 +212,7 @@ impl Sim {
             events: 0,
             last_sample: Time::ZERO,
             flows_interval,
+            jitter,
         })
     }
 
@@ -277,7 +297,8 @@ impl Sim {
             fl.last_delivery = now;
         }
         for ack in acks.drain(..) {
-            if fl.acks.push(now + fl.ack_delay, ack) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
+            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }
@@ -320,7 +341,8 @@ impl Sim {
         let exit = now + fl.access_delay;
         for t in tx {
             let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::new(t.seq, t.tsecr_ms, t.cwr));
-            if fl.access.push(exit, pkt) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.tx_jitter_rng));
+            if fl.access.push(exit + Dur(late), pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
         }
@@ -347,7 +369,8 @@ impl Sim {
         }
         s.ensure_timer(now);
         if let Some(ack) = fl.receiver.on_timer(now) {
-            if fl.acks.push(now + fl.ack_delay, ack) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
+            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }
