@@ -462,11 +462,45 @@ def jain_series(flows: pd.DataFrame, bin_s: float | None = None) -> pd.Series:
 # ---- per-flow timing: activity, completion, ideal transfer ---------------------
 
 
+class _Rows:
+    """The per-flow frame's columns the summary reads, as numpy arrays, computed once per frame.
+
+    ``idx``: each row's position in ``ir["flows"]``; ``dt``: each row's
+    interval (since the same flow's previous row); ``grid``: the rows are
+    every flow at every sample time, in time-then-flow order (the engines'
+    layout), so per-flow sequences are the columns of a (samples × flows)
+    reshape and need no sort.
+    """
+
+    def __init__(self, flows: pd.DataFrame, ir: Mapping[str, Any]):
+        n = len(ir["flows"])
+        self.n = n
+        self.t = flows["time_s"].to_numpy(dtype=float)
+        ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)
+        fid = flows["flow_id"].to_numpy(dtype=np.int64)
+        m = fid.size
+        self.grid = bool(n and m % n == 0 and np.array_equal(ids, np.arange(n))
+                         and np.array_equal(fid.reshape(-1, n), np.broadcast_to(np.arange(n), (m // n, n))))  # fmt: skip
+        if self.grid:
+            self.idx = fid
+            tt = self.t.reshape(-1, n)
+            self.dt = np.diff(tt, axis=0, prepend=np.zeros((1, n))).reshape(-1)
+        else:
+            order = np.argsort(ids)
+            self.idx = order[np.searchsorted(ids[order], fid)] if m else np.zeros(0, dtype=np.int64)
+            self.dt = _row_dt(self.t, self.idx)
+        self.gp = flows["goodput_bps"].to_numpy(dtype=float)
+        self.active = flows["active"].to_numpy(dtype=bool)
+
+
+def _rows(flows: pd.DataFrame, ir: Mapping[str, Any], rows: _Rows | None = None) -> _Rows:
+    """:class:`_Rows` of a frame (``rows`` when the caller computed it already)."""
+    return rows if rows is not None else _Rows(flows, ir)
+
+
 def _row_index(flows: pd.DataFrame, ir: Mapping[str, Any]) -> np.ndarray:
     """Position of each row's flow in ``ir["flows"]``."""
-    ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)
-    order = np.argsort(ids)
-    return order[np.searchsorted(ids[order], flows["flow_id"].to_numpy(dtype=np.int64))]
+    return _rows(flows, ir).idx
 
 
 def _row_dt(time_s: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -494,8 +528,8 @@ def _by_flow(idx: np.ndarray, weights: np.ndarray | None, n: int) -> np.ndarray:
     return np.bincount(idx[ok], weights=w[ok], minlength=n)
 
 
-def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[Mapping[str, Any]] | None = None
-               ) -> pd.DataFrame:
+def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[Mapping[str, Any]] | None = None,
+               _r: _Rows | None = None) -> pd.DataFrame:
     """When each flow started, ended and completed (one row per flow of the IR, in IR order).
 
     Columns: ``flow_id``; ``start_s`` (the IR's start: configured start +
@@ -520,9 +554,8 @@ def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[M
     else:
         have_end = np.zeros(n, dtype=bool)
     if len(flows) and not have_end.all():
-        idx = _row_index(flows, ir)
-        t = flows["time_s"].to_numpy(dtype=float)
-        act = flows["active"].to_numpy(dtype=bool)
+        r = _rows(flows, ir, _r)
+        idx, t, act = r.idx, r.t, r.active
         last_active = np.full(n, -np.inf)
         np.maximum.at(last_active, idx[act], t[act])
         t_end = float(t.max())
@@ -531,9 +564,8 @@ def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[M
     nbytes = np.array([math.nan if f.get("bytes") is None else float(f["bytes"]) for f in ir["flows"]])
     need = ~np.isnan(nbytes) & np.isnan(completion)
     if len(flows) and need.any() and not (flow_info is not None and len(flow_info) == n):
-        idx = _row_index(flows, ir)
-        t = flows["time_s"].to_numpy(dtype=float)
-        dt = _row_dt(t, idx)
+        r = _rows(flows, ir, _r)
+        idx, t, dt = r.idx, r.t, r.dt
         order = np.lexsort((t, idx))
         delivered = flows["goodput_bps"].to_numpy(dtype=float)[order] * dt[order] / 8.0
         k = idx[order]
@@ -579,8 +611,8 @@ def _initial_rate_bps(ir: Mapping[str, Any]) -> float:
 # ---- time-resolved fairness and convergence ----------------------------------------
 
 
-def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, window: bool = True
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, window: bool = True,
+                   _r: _Rows | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Goodput of every flow in bins of ``bin_s`` seconds.
 
     Returns ``(bin_end_s, goodput, full)``: the bins' end times (a sample at
@@ -591,13 +623,9 @@ def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, 
     false. Flows are in IR order.
     """
     n = len(ir["flows"])
-    t = flows["time_s"].to_numpy(dtype=float)
-    idx = _row_index(flows, ir)
-    dt = _row_dt(t, idx)
-    mask = in_window(t, ir) if window else np.ones(t.size, dtype=bool)
-    t, idx, dt = t[mask], idx[mask], dt[mask]
-    gp = flows["goodput_bps"].to_numpy(dtype=float)[mask]
-    act = flows["active"].to_numpy(dtype=bool)[mask]
+    rows = _rows(flows, ir, _r)
+    mask = in_window(rows.t, ir) if window else np.ones(rows.t.size, dtype=bool)
+    t, idx, dt, gp, act = rows.t[mask], rows.idx[mask], rows.dt[mask], rows.gp[mask], rows.active[mask]
     if t.size == 0:
         return np.array([]), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
     b = np.ceil(t / bin_s - 1e-9).astype(np.int64)
@@ -615,8 +643,8 @@ def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, 
     return ((np.arange(nb) + b0) * bin_s)[keep], goodput[keep], full[keep]
 
 
-def jain_over_time(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float = 1.0, *, window: bool = True
-                   ) -> pd.Series:
+def jain_over_time(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float = 1.0, *, window: bool = True,
+                   _r: _Rows | None = None) -> pd.Series:
     """Jain's index in bins of ``bin_s`` seconds over the flows active for the whole bin.
 
     The time-resolved fairness of the record (:func:`summary`'s
@@ -626,7 +654,7 @@ def jain_over_time(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float = 1.
     partial bin neither counts as unfairness nor hides it. Index: bin end
     time (s); bins without an active flow are left out.
     """
-    ends, g, full = binned_goodput(flows, ir, bin_s, window=window)
+    ends, g, full = binned_goodput(flows, ir, bin_s, window=window, _r=_r)
     x = np.where(full, g, np.nan)
     k = np.sum(full, axis=1)
     s1 = np.nansum(x, axis=1)
@@ -646,7 +674,8 @@ CONVERGENCE_BIN_S = 1.0
 
 
 def convergence_times(flows: pd.DataFrame, ir: Mapping[str, Any], *, band: float = CONVERGENCE_BAND,
-                      hold_s: float = CONVERGENCE_HOLD_S, bin_s: float = CONVERGENCE_BIN_S) -> np.ndarray:
+                      hold_s: float = CONVERGENCE_HOLD_S, bin_s: float = CONVERGENCE_BIN_S,
+                      _r: _Rows | None = None) -> np.ndarray:
     """Seconds from each joining flow's start until it holds its fair share (IR order; NaN: not a
     joining flow, or it never converged).
 
@@ -667,7 +696,7 @@ def convergence_times(flows: pd.DataFrame, ir: Mapping[str, Any], *, band: float
     joining = starts > starts.min() + 1e-12
     if not joining.any() or len(flows) == 0:
         return out
-    ends, g, full = binned_goodput(flows, ir, bin_s, window=False)
+    ends, g, full = binned_goodput(flows, ir, bin_s, window=False, _r=_r)
     k = full.sum(axis=1)
     fair = np.where(k > 0, np.nansum(np.where(full, g, 0.0), axis=1) / np.maximum(k, 1), np.nan)
     ok = full & (np.abs(g - fair[:, None]) <= band * fair[:, None]) & (fair[:, None] > 0)
@@ -834,6 +863,48 @@ def _hist_stats(h: Mapping[str, Any], n_groups: int, group_of: np.ndarray | None
 # ---- the summary ---------------------------------------------------------------------
 
 
+def _alg_shares(rows: _Rows, w: np.ndarray, alg: np.ndarray, n_alg: int, bin_s: float) -> np.ndarray:
+    """Each algorithm's share of the goodput in bins of ``bin_s`` (bins × algorithms), over the
+    window's samples — :func:`share_series` with ``key="cca"``, vectorised (bins with no goodput left out)."""
+    t, gp = rows.t[w], rows.gp[w]
+    if t.size == 0:
+        return np.zeros((0, n_alg))
+    b = np.ceil(t / bin_s - 1e-9).astype(np.int64) if bin_s else np.unique(t, return_inverse=True)[1]
+    b = b - b.min()
+    nb = int(b.max()) + 1
+    m = np.bincount(b * n_alg + alg, weights=np.nan_to_num(gp), minlength=nb * n_alg).reshape(nb, n_alg)
+    present = np.bincount(b, minlength=nb) > 0
+    total = m.sum(axis=1)
+    keep = present & (total > 0)
+    return m[keep] / total[keep, None]
+
+
+def _state_time(flows: pd.DataFrame, rows: _Rows, w: np.ndarray, alg_of_flow: np.ndarray, n_alg: int
+                ) -> list[dict[str, float]]:
+    """Per algorithm, the fraction of its flows' active time in the window spent in each state
+    (:func:`state_fractions`, vectorised): ``{state name in lower case: fraction}``."""
+    out: list[dict[str, float]] = [{} for _ in range(n_alg)]
+    sel = w & rows.active
+    if not sel.any():
+        return out
+    codes_all, names = pd.factorize(flows["state"])
+    codes = np.asarray(codes_all)[sel]
+    ok = codes >= 0
+    if not ok.any():
+        return out
+    lower, merged = np.unique(np.array([str(x).lower() for x in names], dtype=object), return_inverse=True)
+    code = merged[codes[ok]]
+    a = alg_of_flow[rows.idx[sel][ok]]
+    k = lower.size
+    time_in = np.bincount(a * k + code, weights=rows.dt[sel][ok], minlength=n_alg * k).reshape(n_alg, k)
+    for i in range(n_alg):
+        total = time_in[i].sum()
+        if total > 0:
+            out[i] = {str(lower[j]): float(time_in[i, j] / total) for j in range(k) if time_in[i, j] > 0}
+    return out
+
+
+
 def summary(
     flows: pd.DataFrame,
     link: pd.DataFrame,
@@ -910,9 +981,8 @@ def summary(
     cca = np.array([str(f["cca"]) for f in ir["flows"]], dtype=object)
 
     # -- per-flow sums over the window (one pass over the columns)
-    t = flows["time_s"].to_numpy(dtype=float)
-    idx = _row_index(flows, ir) if len(flows) else np.zeros(0, dtype=np.int64)
-    dt = _row_dt(t, idx)
+    rows = _Rows(flows, ir)
+    t, idx, dt = rows.t, rows.idx, rows.dt
     w = in_window(t, ir)
     iw, dtw = idx[w], dt[w]
     col = lambda c: flows[c].to_numpy(dtype=float)[w]  # noqa: E731
@@ -930,7 +1000,7 @@ def summary(
     covered_s = covered_s if covered_s > 0 else (hi - lo) / _NS_PER_S
 
     # -- timing: activity, completion, convergence
-    times = flow_times(flows, ir, flow_info)
+    times = flow_times(flows, ir, flow_info, _r=rows)
     start_s, end_s, done_s = (times[c].to_numpy(dtype=float) for c in ("start_s", "end_s", "completion_s"))
     active_s = np.clip(np.minimum(hi_s, np.where(np.isnan(end_s), hi_s, end_s)) - np.maximum(lo_s, start_s), 0.0, None)
     active_in_window = (n_act > 0) | (active_s > 0)
@@ -945,7 +1015,7 @@ def summary(
     ideal = np.array([ideal_fct_s(b, rate0, r, mss, header) for b, r in zip(nbytes, rtt_s)])
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = fct / ideal
-    conv = convergence_times(flows, ir)
+    conv = convergence_times(flows, ir, _r=rows)
     starts_ns = np.array([int(f["start_ns"]) for f in ir["flows"]])
     joining = starts_ns > starts_ns.min()
 
@@ -1011,10 +1081,10 @@ def summary(
 
     # -- per algorithm
     per_alg: dict[str, dict[str, Any]] = {}
-    fw = flows.loc[w]
-    shares = share_series(fw, bin_s=share_bin_s) if len(fw) else pd.DataFrame()
     algs = list(dict.fromkeys(cca.tolist()))
     alg_of_flow = np.array([algs.index(a) for a in cca], dtype=np.int64)
+    shares = _alg_shares(rows, w, alg_of_flow[iw] if iw.size else iw, len(algs), share_bin_s)
+    state_time = _state_time(flows, rows, w, alg_of_flow, len(algs))
     alg_rtt = None
     if rtt_source != "interval means" and rtt_h is not None:
         fid = np.asarray(rtt_h.get("flow_id", []), dtype=np.int64)
@@ -1025,7 +1095,7 @@ def summary(
     for a, alg in enumerate(algs):
         mine = alg_of_flow == a
         abits = float(bits[mine].sum())
-        s = shares[alg].to_numpy() if alg in shares else np.array([])
+        s = shares[:, a] if shares.size else np.array([])
         q25, q50, q75 = np.percentile(s, [25, 50, 75]) if s.size else (math.nan,) * 3
         sent = float(sent_segs[mine].sum())
         entry: dict[str, Any] = {
@@ -1040,7 +1110,7 @@ def summary(
         }
         if alg_rtt is not None:
             entry.update(rtt_ms_p50=alg_rtt[a, 0], rtt_ms_p95=alg_rtt[a, 1], rtt_ms_p99=alg_rtt[a, 2])
-        entry["state_time"] = state_fractions(flows, ir, ids[mine].tolist())
+        entry["state_time"] = state_time[a]
         if len(algs) > 1 and s.size:
             per = detect_period(s, share_bin_s, min_period=2 * share_bin_s)
             entry.update(share_period_s=per.period_s, share_period_p=per.p_value, share_period_lo_s=per.lo_s,
@@ -1071,11 +1141,11 @@ def summary(
     if weight > 0:  # the exact mean: Σ sojourn / packets, from the cumulative counters
         queue["queue_delay_ms_mean"] = float((qd.fillna(0.0) * departed).sum()) / weight
     gp_active = goodput[active_in_window]
-    j1 = jain_over_time(flows, ir, 1.0) if len(flows) else pd.Series(dtype=float)
+    j1 = jain_over_time(flows, ir, 1.0, _r=rows) if len(flows) else pd.Series(dtype=float)
     fl_interval = ir.get("record", {}).get("flows_interval_ns") if isinstance(ir.get("record"), dict) else None
     fl_interval_s = (fl_interval or ir["sample_interval_ns"]) / _NS_PER_S
     rtt_bin = math.ceil(float(rtt_s.max()) / fl_interval_s - 1e-9) * fl_interval_s if n else math.nan
-    jr = jain_over_time(flows, ir, rtt_bin) if len(flows) else pd.Series(dtype=float)
+    jr = jain_over_time(flows, ir, rtt_bin, _r=rows) if len(flows) else pd.Series(dtype=float)
     sent_all = float(sent_segs.sum())
 
     def stats(x: np.ndarray, name: str, qs: tuple[int, ...] = (50, 99)) -> dict[str, float]:
