@@ -176,8 +176,8 @@ def _finish_meta(meta: dict[str, Any], tail: Mapping[str, Any]) -> None:
 
 
 #: Columns of the per-flow frame the summary reads (kept in memory while the rest is streamed to disk).
-_SUMMARY_COLUMNS = ("time_s", "flow_id", "cca", "active", "goodput_bps", "send_rate_bps", "retrans_segs",
-                    "rto_count", "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
+_SUMMARY_COLUMNS = ("time_s", "flow_id", "active", "goodput_bps", "send_rate_bps", "retrans_segs", "rto_count",
+                    "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
 
 
 def _run_streaming(engine: Any, ir: dict[str, Any], toml_text: str, out_dir: Path, meta: dict[str, Any],
@@ -190,6 +190,7 @@ def _run_streaming(engine: Any, ir: dict[str, Any], toml_text: str, out_dir: Pat
     t_start = time.perf_counter()
     stream = engine.stream(ir)
     builder = metrics.FrameBuilder(ir, stream.state_names)
+    states = sorted({name for names in stream.state_names.values() for name in names})  # one small code per row
     kept: list[pd.DataFrame] = []
     links: list[pd.DataFrame] = []
     with record.RecordWriter(out_dir, scenario_toml=toml_text, ir=ir, overwrite=overwrite,
@@ -199,7 +200,8 @@ def _run_streaming(engine: Any, ir: dict[str, Any], toml_text: str, out_dir: Pat
             lf = builder.link(chunk["link"])
             writer.add_flows(ff)
             writer.add_link(lf)
-            kept.append(ff[list(_SUMMARY_COLUMNS)])
+            part = ff[list(_SUMMARY_COLUMNS)]
+            kept.append(part.assign(state=pd.Categorical(part["state"], categories=states)))
             links.append(lf)
         tail = stream.finish()
         meta["wall_time_s"] = stream.engine_s

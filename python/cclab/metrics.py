@@ -625,6 +625,8 @@ def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, 
     n = len(ir["flows"])
     rows = _rows(flows, ir, _r)
     mask = in_window(rows.t, ir) if window else np.ones(rows.t.size, dtype=bool)
+    if rows.grid and rows.t.size:
+        return _binned_grid(rows, mask, bin_s)
     t, idx, dt, gp, act = rows.t[mask], rows.idx[mask], rows.dt[mask], rows.gp[mask], rows.active[mask]
     if t.size == 0:
         return np.array([]), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
@@ -641,6 +643,26 @@ def binned_goodput(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float, *, 
     full = (rows > 0) & (active == rows)
     keep = rows.sum(axis=1) > 0
     return ((np.arange(nb) + b0) * bin_s)[keep], goodput[keep], full[keep]
+
+
+def _binned_grid(rows: _Rows, mask: np.ndarray, bin_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`binned_goodput` for the engines' layout (every flow at every sample time): the rows
+    of a sample time are one row of a (samples × flows) matrix, and a bin is a run of such rows."""
+    n = rows.n
+    keep = mask.reshape(-1, n)[:, 0]
+    if not keep.any():
+        return np.array([]), np.zeros((0, n)), np.zeros((0, n), dtype=bool)
+    t = rows.t.reshape(-1, n)[keep, 0]
+    dt = rows.dt.reshape(-1, n)[keep]
+    bits = np.nan_to_num(rows.gp.reshape(-1, n)[keep] * dt)
+    act = rows.active.reshape(-1, n)[keep]
+    b = np.ceil(t / bin_s - 1e-9).astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])  # samples are in time order: bins are runs
+    cover = np.add.reduceat(dt, starts, axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        goodput = np.where(cover > 0, np.add.reduceat(bits, starts, axis=0) / cover, np.nan)
+    full = np.logical_and.reduceat(act, starts, axis=0)
+    return b[starts] * bin_s, goodput, full
 
 
 def jain_over_time(flows: pd.DataFrame, ir: Mapping[str, Any], bin_s: float = 1.0, *, window: bool = True,
@@ -1077,7 +1099,7 @@ def summary(
     per_flow_df = pd.DataFrame(per_flow_cols)
     finite = ~np.isnan(nbytes)
     per_flow_df.loc[~finite, ["bytes", "fct_s", "ideal_fct_s", "slowdown"]] = np.nan
-    per_flow = per_flow_df.to_dict("records")
+    per_flow = _records(per_flow_df)
 
     # -- per algorithm
     per_alg: dict[str, dict[str, Any]] = {}
@@ -1193,7 +1215,25 @@ def summary(
         "per_algorithm": per_alg,
         "aggregate": aggregate,
     }
-    return json_safe(out)
+    out["per_flow"] = []
+    safe = json_safe(out)
+    safe["per_flow"] = per_flow  # already JSON-safe (:func:`_records`), in key order after aggregate's
+    return {k: safe[k] for k in ("summary_version", "window", "per_flow", "per_algorithm", "aggregate")}
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as JSON-safe records (Python scalars, NaN/±inf → None), column by column (no per-value walk)."""
+    cols = []
+    for c in df.columns:
+        v = df[c].tolist()
+        if pd.api.types.is_float_dtype(df[c]):
+            v = [x if math.isfinite(x) else None for x in v]
+        elif df[c].dtype == object:
+            v = [None if isinstance(x, float) and not math.isfinite(x) else
+                 (x.item() if isinstance(x, np.generic) else x) for x in v]  # fmt: skip
+        cols.append(v)
+    names = [str(c) for c in df.columns]
+    return [dict(zip(names, row)) for row in zip(*cols)]
 
 
 #: Version of summary.json's definitions: 2 = goodput over each flow's active interval,
