@@ -62,6 +62,32 @@ def test_offset_zero_resolves_to_the_ir_of_before():
     assert "start_offset_ns" not in json.dumps(stored)
 
 
+def test_offset_zero_keeps_the_ir_hash_of_stored_sweeps():
+    # the content address of a sweep's runs: this hash was computed by cclab before start offsets
+    # existed (the same scenario without start_offset); a sweep stored then resumes
+    from cclab.resolve import ir_hash
+
+    sc = {"name": "pinned", "duration": "30s", "seed": 7, "measure": {"from": "10s"}, "start_offset": 0,
+          "link": {"rate": "80Mbps", "buffer": "1.75bdp", "loss": 0.001},
+          "flows": [{"cca": "bbr", "rtt": "25ms", "count": 2, "stagger": "1s"}, {"cca": "cubic", "rtt": "50ms"}]}
+    assert ir_hash(resolve(scenario_from_dict(sc))) == "45f830237ad8c5f0a396abf95dd95f2277e5701ac17f9ab3bb73b7b2e2fb6ddf"
+    del sc["start_offset"]  # the default draws offsets: another experiment, another address
+    assert ir_hash(resolve(scenario_from_dict(sc))) != "45f830237ad8c5f0a396abf95dd95f2277e5701ac17f9ab3bb73b7b2e2fb6ddf"
+
+
+def test_start_offset_is_an_axis():
+    from cclab.sweep import validate
+
+    sw = sweep_from_dict({"base": _cubic(), "trials": 2, "axes": {"start_offset": [0, "1rtt", "5ms"]}}, ".")
+    windows = {}
+    for point, _sc, ir in validate(sw):
+        windows.setdefault(point.params["start_offset"], []).append([f.get("start_offset_ns", 0) for f in ir["flows"]])
+    assert windows[0] == [[0, 0], [0, 0]]
+    assert all(0 < o < 20_000_000 for trial in windows["1rtt"] for o in trial)
+    assert windows["1rtt"][0] != windows["1rtt"][1]  # each trial (seed) its own draw
+    assert all(0 <= o < 5_000_000 for trial in windows["5ms"] for o in trial)
+
+
 def test_start_offset_errors_name_the_field():
     with pytest.raises(cclab.ScenarioError, match=r"start_offset: '5 apples'.*multiple of each flow's base RTT"):
         scenario_from_dict(_cubic(start_offset="5 apples"))
