@@ -169,32 +169,6 @@ def _col(raw: Mapping[str, Any], name: str, n: int) -> np.ndarray:
     return np.full(n, np.nan)
 
 
-def _grouping(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(stable order by key, mask of each key's first row in that order) for :func:`_diff_from_zero`."""
-    order = np.argsort(keys, kind="stable")
-    k = keys[order]
-    starts = np.ones(k.size, dtype=bool)
-    starts[1:] = k[1:] != k[:-1]
-    return order, starts
-
-
-def _diff_from_zero(values: np.ndarray, grouping: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
-    """Per-group first difference of a cumulative series whose value at t=0 is 0.
-
-    ``grouping`` (from :func:`_grouping` over the flow ids) groups rows in row
-    order; ``None`` means one series.
-    """
-    if grouping is None:
-        return np.diff(values, prepend=0.0)
-    order, starts = grouping
-    v = values[order]
-    d = np.diff(v, prepend=0.0)
-    d[starts] = v[starts]
-    out = np.empty_like(d)
-    out[order] = d
-    return out
-
-
 #: ``flows.parquet`` columns stored as float32 (record version 3): rates,
 #: sizes, delays and per-interval counts, whose 24-bit mantissa keeps them to
 #: 6·10⁻⁸ of their value (counts exactly up to 16 777 216). ``time_s`` stays
@@ -496,11 +470,6 @@ class _Rows:
 def _rows(flows: pd.DataFrame, ir: Mapping[str, Any], rows: _Rows | None = None) -> _Rows:
     """:class:`_Rows` of a frame (``rows`` when the caller computed it already)."""
     return rows if rows is not None else _Rows(flows, ir)
-
-
-def _row_index(flows: pd.DataFrame, ir: Mapping[str, Any]) -> np.ndarray:
-    """Position of each row's flow in ``ir["flows"]``."""
-    return _rows(flows, ir).idx
 
 
 def _row_dt(time_s: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -903,8 +872,9 @@ def _alg_shares(rows: _Rows, w: np.ndarray, alg: np.ndarray, n_alg: int, bin_s: 
 
 def _state_time(flows: pd.DataFrame, rows: _Rows, w: np.ndarray, alg_of_flow: np.ndarray, n_alg: int
                 ) -> list[dict[str, float]]:
-    """Per algorithm, the fraction of its flows' active time in the window spent in each state
-    (:func:`state_fractions`, vectorised): ``{state name in lower case: fraction}``."""
+    """Per group of flows (``alg_of_flow``: each flow's group, −1 for none), the fraction of the
+    rows ``w``'s active time with a state spent in each state — the definition of
+    :func:`state_fractions` and the summary's ``state_time``: ``{state name in lower case: fraction}``."""
     out: list[dict[str, float]] = [{} for _ in range(n_alg)]
     sel = w & rows.active
     if not sel.any():
@@ -917,8 +887,10 @@ def _state_time(flows: pd.DataFrame, rows: _Rows, w: np.ndarray, alg_of_flow: np
     lower, merged = np.unique(np.array([str(x).lower() for x in names], dtype=object), return_inverse=True)
     code = merged[codes[ok]]
     a = alg_of_flow[rows.idx[sel][ok]]
+    mine = a >= 0  # flows of no group (-1) left out
+    a, code = a[mine], code[mine]
     k = lower.size
-    time_in = np.bincount(a * k + code, weights=rows.dt[sel][ok], minlength=n_alg * k).reshape(n_alg, k)
+    time_in = np.bincount(a * k + code, weights=rows.dt[sel][ok][mine], minlength=n_alg * k).reshape(n_alg, k)
     for i in range(n_alg):
         total = time_in[i].sum()
         if total > 0:
@@ -998,7 +970,6 @@ def summary(
     lo_s, hi_s = lo / _NS_PER_S, hi / _NS_PER_S
     n = len(ir["flows"])
     mss, header = int(ir.get("mss", 1448)), int(ir.get("header_bytes", 52))
-    wire_seg = float(mss + header)
     ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)
     cca = np.array([str(f["cca"]) for f in ir["flows"]], dtype=object)
 
@@ -1009,8 +980,7 @@ def summary(
     iw, dtw = idx[w], dt[w]
     col = lambda c: flows[c].to_numpy(dtype=float)[w]  # noqa: E731
     bits = _by_flow(iw, col("goodput_bps") * dtw, n)
-    sent_segs = _by_flow(iw, col("send_rate_bps") * dtw, n) / 8.0 / wire_seg
-    retrans = _by_flow(iw, col("retrans_segs"), n)
+    sent_segs, retrans = _sent_and_retrans(flows, ir, rows, w)
     rto = _by_flow(iw, col("rto_count"), n)
     act = flows["active"].to_numpy(dtype=bool)[w]
     cwnd = col("cwnd_bytes")
@@ -1449,16 +1419,6 @@ def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -
 # ---- metrics of the sim-vs-kernel parity matrix (cclab parity) ------------------
 
 
-def _window(df: pd.DataFrame, ir: Mapping[str, Any]) -> pd.DataFrame:
-    """Rows of ``df`` in the measure window, with ``dt_s`` (each sample's interval length)."""
-    if "flow_id" in df:
-        dt = df.groupby("flow_id", sort=False)["time_s"].diff().fillna(df["time_s"])
-    else:
-        dt = df["time_s"].diff().fillna(df["time_s"])
-    mask = in_window(df["time_s"], ir)
-    return df.loc[mask].assign(dt_s=dt[mask])
-
-
 def retrans_rate(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[int] | None = None) -> float:
     """Retransmitted segments / segments sent, over the measure window, for ``flow_ids`` (all flows by default).
 
@@ -1467,12 +1427,27 @@ def retrans_rate(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[
     of flows (an algorithm's, or all). A fraction (×100 for per cent); NaN when
     nothing was sent.
     """
-    w = _window(flows, ir)
-    if flow_ids is not None:
-        w = w.loc[w["flow_id"].isin(list(flow_ids))]
+    rows = _Rows(flows, ir)
+    sent, retrans = _sent_and_retrans(flows, ir, rows, in_window(rows.t, ir))
+    mine = _flow_selection(ir, flow_ids)
+    total = float(sent[mine].sum())
+    return float(retrans[mine].sum()) / total if total > 0 else math.nan
+
+
+def _flow_selection(ir: Mapping[str, Any], flow_ids: Iterable[int] | None) -> np.ndarray:
+    """Mask over ``ir["flows"]`` of the flows with ids in ``flow_ids`` (all when None)."""
+    ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)
+    return np.ones(ids.size, dtype=bool) if flow_ids is None else np.isin(ids, list(flow_ids))
+
+
+def _sent_and_retrans(flows: pd.DataFrame, ir: Mapping[str, Any], rows: _Rows, w: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per flow over the rows ``w``: segments sent (wire bytes sent incl. retransmissions /
+    (mss + header_bytes): full-size segments) and segments retransmitted — the two terms of every
+    retransmission rate of this module."""
     wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
-    sent = float((w["send_rate_bps"] * w["dt_s"]).sum()) / 8.0 / wire_seg
-    return float(w["retrans_segs"].sum()) / sent if sent > 0 else math.nan
+    sent = _by_flow(rows.idx[w], flows["send_rate_bps"].to_numpy(dtype=float)[w] * rows.dt[w], rows.n) / 8.0 / wire_seg
+    return sent, _by_flow(rows.idx[w], flows["retrans_segs"].to_numpy(dtype=float)[w], rows.n)
 
 
 def state_fractions(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[int] | None = None) -> dict[str, float]:
@@ -1485,15 +1460,9 @@ def state_fractions(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterab
     two backends' spellings compare; the fractions sum to 1 (empty when no
     sample has a state).
     """
-    w = _window(flows, ir)
-    if flow_ids is not None:
-        w = w.loc[w["flow_id"].isin(list(flow_ids))]
-    w = w.loc[w["active"].astype(bool) & w["state"].notna()]
-    total = float(w["dt_s"].sum())
-    if total <= 0:
-        return {}
-    by_state = w.groupby(w["state"].astype(str).str.lower(), sort=True)["dt_s"].sum()
-    return {str(k): float(v) / total for k, v in by_state.items()}
+    rows = _Rows(flows, ir)
+    group = np.where(_flow_selection(ir, flow_ids), 0, -1)
+    return _state_time(flows, rows, in_window(rows.t, ir), group, 1)[0]
 
 
 def startup_exit_rounds(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int = 0, startup: str = "startup") -> float:
