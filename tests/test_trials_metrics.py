@@ -299,3 +299,24 @@ def test_period_of_the_bbr_cubic_cycles_preset(tmp_path):
     share = metrics.share_series(w, bin_s=1.0)["bbr"].to_numpy()
     p = metrics.detect_period(share, 1.0, min_period=2.0)
     assert p.significant and p.period_s == pytest.approx(20, abs=2) and "period" in p.describe()
+
+
+def test_period_test_holds_its_false_positive_rate_and_finds_a_cycle():
+    rng = np.random.default_rng(11)
+    hits = 0
+    for _ in range(200):  # red noise (AR(1), ρ = 0.7): significant at 1 % in about 1 % of series
+        e = rng.standard_normal(240)
+        x = np.zeros(240)
+        for i in range(1, 240):
+            x[i] = 0.7 * x[i - 1] + e[i]
+        hits += metrics.detect_period(x, 1.0).significant
+    assert hits <= 6  # P(≥ 7 of 200 | p = 1 %) < 0.5 %
+    t = np.arange(240.0)
+    p = metrics.detect_period(0.5 * np.sin(2 * np.pi * t / 17) + 0.5 * rng.standard_normal(240), 1.0)
+    assert p.significant and p.period_s == pytest.approx(17, abs=1) and p.lo_s < p.period_s < p.hi_s
+    from scipy import signal  # the periodogram is scipy.signal's
+
+    x = rng.standard_normal(101)
+    f, psd = metrics.periodogram(x, 0.5, pad=2)
+    f2, psd2 = signal.periodogram(x, fs=2.0, window="hann", nfft=202, detrend=False)
+    assert np.allclose(f, f2) and np.allclose(psd, psd2)
