@@ -257,20 +257,20 @@ def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: boo
     from rich.markup import escape
     from rich.table import Table
 
-    from cclab.store import axis_columns, describe_interval, group_over_trials, metric_columns
+    from cclab.store import axis_columns, describe_interval, describe_trials, group_over_trials, metric_columns
 
     axes = axis_columns(df)
     metrics = select_metrics(metric_columns(df), patterns)
     if grouped:
         view = group_over_trials(df, metrics)
-        lead = [*axes, "trials", "n_effective"]
+        lead = [*axes, "trials"]
     else:
         view = df
         lead = [*axes, "trial", "seed", "run_id"]
     if csv:
         suffixes = ("", ".lo", ".hi", ".ci95", ".n", ".stat")
-        cols = lead + (["deterministic"] if grouped else []) + [f"{m}{x}" for m in metrics for x in suffixes
-                                                                  if f"{m}{x}" in view.columns]  # fmt: skip
+        cols = lead + (["n_effective", "deterministic"] if grouped else []) + [
+            f"{m}{x}" for m in metrics for x in suffixes if f"{m}{x}" in view.columns]  # fmt: skip
         view[cols].to_csv(sys.stdout, index=False)
         return
     from cclab.figures.sweep_figs import metric_label
@@ -286,7 +286,7 @@ def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: boo
             how = "median [95% CI]" if pd_series_first(view, f"{m}.stat") == "median" else "mean ± 95% CI"
         table.add_column(f"{escape(m)}\n[dim]{escape(unit)}{', ' + how if how else ''}[/dim]", justify="right")
     for _, row in view.iterrows():
-        cells = [escape(str(row[c])) for c in lead]
+        cells = [escape(describe_trials(row) if grouped and c == "trials" else str(row[c])) for c in lead]
         for m in metrics:
             scale = labels[m][1]
             v = row[m]

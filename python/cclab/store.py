@@ -452,8 +452,10 @@ def trial_interval(values: Any, statistic: str = "mean", confidence: float = 0.9
     if n == 0:
         return out
     out["value"] = float(np.median(x)) if statistic == "median" else float(np.mean(x))
-    if n >= 2 and np.all(x == x[0]):
+    if n >= 2 and float(np.ptp(x)) <= 1e-9 * max(1.0, float(np.max(np.abs(x)))):
+        # the same value in every trial (to rounding): no spread was observed
         out["deterministic"] = True
+        out["lo"] = out["hi"] = out["value"]
         return out
     from scipy import stats
 
@@ -486,7 +488,8 @@ def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.
     per metric ``<metric>`` (mean, or median for percentiles — see
     :func:`trial_interval`), ``<metric>.lo``/``.hi`` (the interval),
     ``<metric>.ci95`` (its half-width, (hi − lo)/2), ``<metric>.n`` and
-    ``<metric>.stat`` (``mean``/``median``).
+    ``<metric>.stat`` (``mean``/``median``). A deterministic point has no
+    interval (NaN): its n is one effective sample, whatever the trials.
     """
     axes = axis_columns(df)
     metrics = metrics if metrics is not None else metric_columns(df)
@@ -506,6 +509,8 @@ def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.
         for m in metrics:
             stat = "median" if is_order_statistic(m) else "mean"
             r = trial_interval(g[m], stat)
+            if row["deterministic"]:
+                r["lo"] = r["hi"] = float("nan")
             row[m] = r["value"]
             row[f"{m}.lo"], row[f"{m}.hi"] = r["lo"], r["hi"]
             row[f"{m}.ci95"] = (r["hi"] - r["lo"]) / 2
@@ -520,7 +525,9 @@ def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.
 def describe_interval(row: Mapping[str, Any], metric: str, fmt: Callable[[float], str] = lambda v: f"{v:.4g}",
                       scale: float = 1.0) -> str:
     """One cell of a grouped results table: ``"48.2 ± 0.31 (n=5)"``, ``"48.2 [47.9, 48.6] (median, n=5)"``,
-    ``"48.2 (deterministic, n=1 effective)"`` or ``"48.2 (n=1)"``."""
+    ``"48.2 (n=1)"``, ``"48.2 ± 0 (n=5, all equal)"`` (this metric the same in trials that differ in
+    others), or for a point whose trials are all identical just ``"48.2"`` (the row says
+    "deterministic, n=1 effective": :func:`describe_trials`)."""
     v = row.get(metric)
     try:
         value = float(v) * scale
@@ -530,10 +537,22 @@ def describe_interval(row: Mapping[str, Any], metric: str, fmt: Callable[[float]
         return "–"
     n = int(row.get(f"{metric}.n", row.get("trials", 1)) or 0)
     if row.get("deterministic"):
-        return f"{fmt(value)} (deterministic, n=1 effective)"
+        return fmt(value)
     lo, hi = row.get(f"{metric}.lo"), row.get(f"{metric}.hi")
     if lo is None or hi is None or not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
         return f"{fmt(value)} (n={n})"
+    if float(lo) == float(hi):
+        return f"{fmt(value)} ± 0 (n={n}, all equal)"
     if row.get(f"{metric}.stat") == "median":
         return f"{fmt(value)} [{fmt(float(lo) * scale)}, {fmt(float(hi) * scale)}] (median, n={n})"
     return f"{fmt(value)} ± {fmt((float(hi) - float(lo)) / 2 * scale)} (n={n})"
+
+
+def describe_trials(row: Mapping[str, Any]) -> str:
+    """The trials cell of a grouped results table: ``"5"``, or ``"5: deterministic, n=1 effective"``
+    when all of the point's trials gave the same result."""
+    trials = int(row.get("trials", 1))
+    if row.get("deterministic"):
+        return f"{trials}: deterministic, n=1 effective"
+    n_eff = int(row.get("n_effective", trials))
+    return str(trials) if n_eff == trials else f"{trials} ({n_eff} distinct)"
