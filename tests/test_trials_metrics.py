@@ -320,3 +320,15 @@ def test_period_test_holds_its_false_positive_rate_and_finds_a_cycle():
     f, psd = metrics.periodogram(x, 0.5, pad=2)
     f2, psd2 = signal.periodogram(x, fs=2.0, window="hann", nfft=202, detrend=False)
     assert np.allclose(f, f2) and np.allclose(psd, psd2)
+
+
+def test_a_backend_sampling_every_flow_at_every_sample_is_thinned_to_the_record_interval():
+    ir = resolve(scenario_from_dict(_cubic(record={"flows": "100ms"})))
+    every = {**ir}
+    del every["record"]
+    raw = SimBackend().run(every)  # every flow at every 10 ms sample, as the kernel's sampler
+    thin = metrics.flows_frame({**raw, "flows": metrics.flows_at_record_interval(raw["flows"], ir)}, ir)
+    own = metrics.flows_frame(SimBackend().run(ir), ir)  # the simulator sampling at 100 ms itself
+    assert len(thin) == len(own) == 2 * 100
+    cols = ["time_s", "flow_id", "goodput_bps", "throughput_bps", "send_rate_bps", "retrans_segs", "cwnd_bytes"]
+    pd.testing.assert_frame_equal(thin[cols], own[cols])

@@ -155,6 +155,7 @@ def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, ove
         t0 = time.perf_counter()
         raw = engine.run(ir)
         meta["wall_time_s"] = time.perf_counter() - t0
+        raw = {**raw, "flows": metrics.flows_at_record_interval(raw["flows"], ir)}
         flows = metrics.flows_frame(raw, ir)
         link = metrics.link_frame(raw, ir)
         tail = raw

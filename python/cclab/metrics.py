@@ -39,6 +39,7 @@ __all__ = [
     "LINK_COLUMNS",
     "bdp_bytes",
     "flows_frame",
+    "flows_at_record_interval",
     "goodput_gain",
     "jain_index",
     "jain_series",
@@ -344,6 +345,22 @@ class FrameBuilder:
                 "arrival_packets": arrivals,
             }
         )
+
+
+def flows_at_record_interval(rf: Mapping[str, Any], ir: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Raw per-flow rows at the IR's per-flow interval (``record.flows_interval_ns``, docs/ir.md).
+
+    The simulator samples flows at that interval itself; a backend that
+    samples every flow at every sample (the kernel's tcp_info sampler) has its
+    rows thinned to the multiples of it here. Cumulative counters make this
+    exact for every rate and count; gauges are the values at those instants.
+    """
+    interval = int((ir.get("record") or {}).get("flows_interval_ns") or ir["sample_interval_ns"])
+    t = np.asarray(rf["time_ns"], dtype=np.int64)
+    if interval == int(ir["sample_interval_ns"]) or t.size == 0 or not np.any(t % interval):
+        return rf
+    keep = t % interval == 0
+    return {k: (np.asarray(v)[keep] if np.ndim(v) == 1 and len(v) == t.size else v) for k, v in rf.items()}
 
 
 def flows_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
