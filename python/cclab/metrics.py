@@ -1021,7 +1021,8 @@ def summary(
     rtt_s = np.array([int(f["rtt_ns"]) for f in ir["flows"]], dtype=float) / _NS_PER_S
     rate0 = _initial_rate_bps(ir)
     fct = done_s - start_s
-    ideal = np.array([ideal_fct_s(b, rate0, r, mss, header) for b, r in zip(nbytes, rtt_s)])
+    with np.errstate(invalid="ignore"):  # ideal_fct_s over all flows at once
+        ideal = (nbytes + np.ceil(nbytes / mss) * header) * 8.0 / rate0 + rtt_s / 2.0 if rate0 > 0 else np.full(n, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = fct / ideal
     conv = convergence_times(flows, ir, _r=rows)
