@@ -215,7 +215,7 @@ def test_streamed_record_equals_the_whole_output():
     _, _, ir = prepare(REPO / "examples" / "bbr-vs-cubic.toml")
     raw = SimBackend().run(ir)
     whole = metrics.flows_frame(raw, ir)
-    stream = SimBackend().stream(ir, chunk_rows=7)
+    stream = SimBackend().stream(ir, chunk_rows=333)  # 166 samples a chunk: ~36 chunk boundaries
     b = metrics.FrameBuilder(ir, stream.state_names)
     parts = [(b.flows(c["flows"]), b.link(c["link"])) for c in stream]
     tail = stream.finish()
