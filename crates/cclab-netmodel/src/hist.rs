@@ -134,7 +134,11 @@ pub struct WindowHist {
 impl WindowHist {
     /// Counts nothing until [`Self::set_window`].
     pub fn new() -> WindowHist {
-        WindowHist { from: u64::MAX, to: 0, hist: LogHist::new() }
+        WindowHist {
+            from: u64::MAX,
+            to: 0,
+            hist: LogHist::new(),
+        }
     }
     pub fn set_window(&mut self, from: u64, to: u64) {
         self.from = from;
@@ -159,9 +163,17 @@ mod tests {
         assert_eq!(last, 58 * SUB as u32 - 1); // shift 56, mantissa 255
         for b in 0..=last {
             let lo = bin_lower(b);
-            assert_eq!(lo, prev_end, "bin {b} starts where bin {} ends", b.wrapping_sub(1));
+            assert_eq!(
+                lo,
+                prev_end,
+                "bin {b} starts where bin {} ends",
+                b.wrapping_sub(1)
+            );
             let w = bin_width(b);
-            assert!(w == 1 || (w as f64) / (lo as f64) <= 1.0 / SUB as f64 + 1e-12, "bin {b}: width {w} at {lo}");
+            assert!(
+                w == 1 || (w as f64) / (lo as f64) <= 1.0 / SUB as f64 + 1e-12,
+                "bin {b}: width {w} at {lo}"
+            );
             assert_eq!(bin_of(lo), b);
             assert_eq!(bin_of(lo + (w - 1)), b);
             prev_end = lo.wrapping_add(w);
@@ -181,7 +193,10 @@ mod tests {
         assert_eq!(h.sum, (1..=1000u128).sum::<u128>() * 1_000_000);
         for (q, exact) in [(0.5, 500e6), (0.99, 990e6), (0.01, 10e6), (1.0, 1000e6)] {
             let got = h.quantile(q).unwrap();
-            assert!((got - exact).abs() <= exact / SUB as f64, "q={q}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() <= exact / SUB as f64,
+                "q={q}: {got} vs {exact}"
+            );
         }
         // small values are exact
         let mut s = LogHist::new();
@@ -190,7 +205,10 @@ mod tests {
         }
         assert_eq!(s.quantile(0.5), Some(3.0));
         assert_eq!(s.quantile(1.0), Some(200.0));
-        assert_eq!(s.bins().collect::<Vec<_>>(), vec![(1, 1), (2, 1), (3, 1), (7, 1), (200, 1)]);
+        assert_eq!(
+            s.bins().collect::<Vec<_>>(),
+            vec![(1, 1), (2, 1), (3, 1), (7, 1), (200, 1)]
+        );
     }
 
     #[test]
