@@ -95,7 +95,7 @@ def test_summary_over_measure_window(raw_ir):
     agg = s["aggregate"]
     assert agg["goodput_bps"] == pytest.approx(3.25e6)
     assert agg["utilization"] == pytest.approx(13 / 16)  # 13 Mbit delivered of 16 Mbit capacity
-    assert agg["drops"] == {"overflow": 3.0, "random": 1.0, "aqm": 0.0}
+    assert agg["drops"] == {"overflow": 3.0, "random": 1.0, "aqm": 0.0, "policer": 0.0}
     assert agg["loss_rate"] == pytest.approx(4 / 43)  # 40 departed + 4 dropped - 1 left the queue
     assert agg["queue_delay_ms_mean"] == pytest.approx(10)  # (10*5 + 10*15 + 20*10) / 40
     assert agg["queue_delay_ms_p50"] == pytest.approx(10)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from cclab.errors import ScenarioError
 from cclab.resolve import buffer_bytes_for_bdp, canonical_json, ir_hash, resolve
 from cclab.scenario import (Cca, FlowGroup, Link, LossModel, Measure, Scenario, ScheduleEntry, load_scenario,
                             scenario_from_dict)
@@ -62,7 +63,7 @@ def rust_fields(struct_or_variant: str) -> set[str]:
     (crates/cclab-sim/src/scenario.rs; the link's in crates/cclab-netmodel)."""
     files = [REPO / "crates" / "cclab-sim" / "src" / "scenario.rs"]
     netmodel = REPO / "crates" / "cclab-netmodel" / "src"
-    files += [netmodel / "ir.rs", netmodel / "loss.rs", *sorted((netmodel / "qdisc").glob("*.rs"))]
+    files += [netmodel / "ir.rs", netmodel / "loss.rs", netmodel / "policer.rs", *sorted((netmodel / "qdisc").glob("*.rs"))]
     source = "\n".join(f.read_text() for f in files)
     match = re.search(rf"(?:struct\s+|\n\s+){struct_or_variant}\s*\{{(.*?)\}}", source, re.S)
     assert match, struct_or_variant
@@ -99,7 +100,7 @@ def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
     assert ir["link"]["capacity"]["kind"] == "trace" and ir["link"]["loss"]["kind"] == "gilbert_elliott"
     assert set(ir["flows"][0]) == rust_fields("Flow")  # start_offset_ns too (left out when 0)
     assert set(ir) == rust_fields("Scenario") - {"record"}  # record: only when not every flow at every sample
-    assert set(ir["link"]) == rust_fields("Link")
+    assert set(ir["link"]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
 
 
 def test_integers_are_integers() -> None:
@@ -134,6 +135,7 @@ def test_constant_link_values() -> None:
     assert ir["link"]["delay_ns"] == 5 * MS
     assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
     assert ir["link"]["schedule"] == [] and ir["link"]["qdisc"] == {"kind": "droptail"}
+    assert "policer" not in ir["link"], "absent without a policer: the IR and its hash stay as they were"
     assert ir["flows"][0]["ecn"] is False
     # host: Linux's initial buffers; max(64 MiB, 4 × 50 Mbit/s × RTT + buffer) is the floor here
     assert ir["host"] == {"tcp_rmem": [4096, 131072, 64 << 20], "tcp_wmem": [4096, 16384, 64 << 20],
@@ -467,3 +469,14 @@ def test_migrate_ir_turns_a_v2_ir_into_v3() -> None:
     assert migrate_ir(v3) is v3
     with pytest.raises(ValueError, match="no qdisc equivalent"):
         migrate_ir({**v2, "link": {**v2["link"], "aqm": "codel"}})
+
+
+def test_policer_resolves_and_rejects_a_bucket_below_one_packet() -> None:
+    ir = resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "30KB"}})))
+    assert ir["link"]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
+    assert set(ir["link"]["policer"]) == rust_fields("PolicerConfig")
+    assert set(ir["link"]) == rust_fields("Link")
+    with pytest.raises(ScenarioError, match=r"^link\.policer\.burst: '1KB' is less than one packet .*1500 bytes"):
+        resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "1KB"}})))
+    with pytest.raises(ScenarioError, match=r"^link\.policer\.rate: '2Tbps' is above the simulator's highest rate"):
+        resolve(scenario_from_dict(small(link={"policer": {"rate": "2Tbps", "burst": "30KB"}})))

@@ -212,6 +212,8 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_row("utilization (goodput / capacity)", f"{_pct(agg.get('utilization'))} %")
     t.add_row("bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
     t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
+    if drops.get("policer"):
+        t.add_row("policer drops", _num(drops.get("policer"), 0))
     if agg.get("marks_ce"):
         t.add_row("CE marks", _num(agg.get("marks_ce"), 0))
     t.add_row("Jain's index", _num(agg.get("jain"), 3))

@@ -68,11 +68,11 @@ FLOW_COLUMNS = (
 #: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
 LINK_COLUMNS = (
     "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
-    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps",
+    "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "drops_policer", "marks_ce", "capacity_bps",
     "delay_ms", "utilization", "departed_packets", "arrival_packets",
 )  # fmt: skip
 
-DROP_CAUSES = ("overflow", "random", "aqm")
+DROP_CAUSES = ("overflow", "random", "aqm", "policer")
 
 _NS_PER_S = 1e9
 _NS_PER_MS = 1e6
@@ -184,7 +184,7 @@ FLOW_FLOAT32 = (
 _FLOW_CUMULATIVE = ("delivered_bytes", "egress_bytes", "sent_bytes", "retrans_segs", "lost_segs", "rto_count")
 # raw cumulative link counters
 _LINK_CUMULATIVE = ("departed_packets", "sojourn_sum_ns", "egress_bytes", "arrival_bytes", "drops_overflow",
-                    "drops_random", "drops_aqm", "marks_ce")  # fmt: skip
+                    "drops_random", "drops_aqm", "drops_policer", "marks_ce")  # fmt: skip
 
 
 class FrameBuilder:
@@ -291,9 +291,10 @@ class FrameBuilder:
           bottleneck); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
         * ``drops_*``: packets dropped in the interval, by cause (overflow = the
           buffer was full, random = configured loss, aqm = the queue discipline's
-          decision: RED, CoDel, FQ-CoDel, PIE); ``marks_ce``: packets the queue
-          discipline marked Congestion Experienced instead (0 in records made
-          before marks existed).
+          decision: RED, CoDel, FQ-CoDel, PIE, policer = the token-bucket policer
+          in front of the queue; 0 in records made before policers existed);
+          ``marks_ce``: packets the queue discipline marked Congestion
+          Experienced instead (0 in records made before marks existed).
         * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
         * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
           packets in the interval, for the bottleneck loss rate.
@@ -322,7 +323,8 @@ class FrameBuilder:
             arrival = diff("arrival_bytes") * 8.0 * inv_dt
             capacity = _col(rl, "capacity_bps", n)
             utilization = np.where(capacity > 0, throughput / capacity, np.nan)
-        drops = {c: diff(f"drops_{c}") for c in DROP_CAUSES}
+        # a cause a backend or an older engine does not report (policer, CE marks) counts 0
+        drops = {c: diff(f"drops_{c}") if f"drops_{c}" in rl else np.zeros(n) for c in DROP_CAUSES}
         marks = diff("marks_ce") if "marks_ce" in rl else np.zeros(n)
         queue_packets = _col(rl, "queue_packets", n)
         arrivals = departed + sum(drops.values()) + diff("queue_packets", queue_packets)
@@ -337,6 +339,7 @@ class FrameBuilder:
                 "drops_overflow": drops["overflow"],
                 "drops_random": drops["random"],
                 "drops_aqm": drops["aqm"],
+                "drops_policer": drops["policer"],
                 "marks_ce": marks,
                 "capacity_bps": capacity,
                 "delay_ms": _col(rl, "delay_ns", n) / _NS_PER_MS,
@@ -1133,7 +1136,7 @@ def summary(
     ldt = np.diff(link["time_s"].to_numpy(dtype=float), prepend=0.0)[lmask]
     cap_bits = float(np.nansum(lw["capacity_bps"].to_numpy(dtype=float) * ldt))
     wire_bits = float(np.nansum(lw["throughput_bps"].to_numpy(dtype=float) * ldt))
-    drops = {c: float(lw[f"drops_{c}"].sum()) for c in DROP_CAUSES}
+    drops = {c: float(lw[f"drops_{c}"].sum()) if f"drops_{c}" in lw else 0.0 for c in DROP_CAUSES}
     marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
     arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
     departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
@@ -1521,6 +1524,65 @@ def startup_exit_rounds(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int
     return (exit_s - int(f["start_ns"]) / _NS_PER_S) / (int(f["rtt_ns"]) / _NS_PER_S)
 
 
+def packet_rounds(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int = 0) -> np.ndarray:
+    """Start times (s) of flow ``flow_id``'s packet-timed round trips, estimated from its record.
+
+    A round trip, as BBR counts them (tcp_bbr.c ``bbr_update_bw``: a round
+    ends when a packet sent after the round began is acknowledged), lasts an
+    RTT *including* the queue it meets. From the record: S(t), segments sent
+    (wire bytes sent / (mss + headers), cumulative), and A(t), segments
+    acknowledged at the sender — the receiver's in-order delivery D (payload
+    bytes / mss, cumulative) one return-path delay later (A(t) = D(t − (rtt −
+    ⌊rtt/2⌋)), the uncongested return of docs/ir.md). Round r + 1 starts at the
+    first sample t > t_r with A(t) > S(t_r) + ½. Resolution: the sample
+    interval. Both backends record S and D the same way, so their rounds are
+    counted alike.
+    """
+    f = next((x for x in ir["flows"] if int(x["id"]) == int(flow_id)), None)
+    if f is None:
+        raise ValueError(f"flow_id {flow_id}: no such flow in the scenario")
+    d = flows.loc[flows["flow_id"] == flow_id].sort_values("time_s")
+    t = d["time_s"].to_numpy(dtype=float)
+    dt = np.diff(t, prepend=0.0)
+    wire = float(ir["mss"]) + float(ir["header_bytes"])
+    sent = np.cumsum(np.nan_to_num(d["send_rate_bps"].to_numpy(dtype=float)) * dt / 8.0) / wire
+    delivered = np.cumsum(np.nan_to_num(d["goodput_bps"].to_numpy(dtype=float)) * dt / 8.0) / float(ir["mss"])
+    rtt_ns = int(f["rtt_ns"])
+    acked = np.interp(t - (rtt_ns - rtt_ns // 2) / _NS_PER_S, t, delivered, left=0.0)
+    starts = [int(f["start_ns"]) / _NS_PER_S]
+    i = 0
+    while True:
+        s_at = float(np.interp(starts[-1], t, sent, left=0.0))
+        nxt = np.flatnonzero((acked[i:] > s_at + 0.5) & (t[i:] > starts[-1]))
+        if nxt.size == 0:
+            return np.array(starts)
+        i += int(nxt[0])
+        starts.append(float(t[i]))
+
+
+def startup_exit_round(flows: pd.DataFrame, ir: Mapping[str, Any], flow_id: int = 0, startup: str = "startup") -> float:
+    """When flow ``flow_id`` left Startup, in its packet-timed round trips (:func:`packet_rounds`).
+
+    BBR leaves Startup on a round-counted rule (three rounds without 25 %
+    bandwidth growth, ``bbr_check_full_bw_reached``), and Startup fills the
+    queue, so its last rounds are longer than a base RTT (on 2 BDP, three
+    times): counted in base RTTs (:func:`startup_exit_rounds`) one round
+    more or less reads as three. The value is the index of the round in which
+    the exit sample falls plus the fraction of that round elapsed. NaN when
+    the flow is never seen in Startup; +inf when it never leaves it.
+    """
+    base = startup_exit_rounds(flows, ir, flow_id, startup)
+    if not math.isfinite(base):
+        return base
+    f = next(x for x in ir["flows"] if int(x["id"]) == int(flow_id))
+    exit_s = int(f["start_ns"]) / _NS_PER_S + base * int(f["rtt_ns"]) / _NS_PER_S
+    starts = packet_rounds(flows, ir, flow_id)
+    r = int(np.searchsorted(starts, exit_s + 1e-9, side="right")) - 1
+    if r + 1 < starts.size:
+        return r + (exit_s - starts[r]) / (starts[r + 1] - starts[r])
+    return float(r)
+
+
 def time_to_rate(
     flows: pd.DataFrame,
     at_s: float,
@@ -1529,6 +1591,7 @@ def time_to_rate(
     fraction: float = 0.9,
     window_s: float = 0.1,
     column: str = "throughput_bps",
+    direction: str = "up",
 ) -> float:
     """Seconds after a capacity change at ``at_s`` until the flows' rate reaches ``fraction`` of ``rate_bps``.
 
@@ -1540,9 +1603,13 @@ def time_to_rate(
     depend on the 10 ms placement of a stall). The sum is averaged over a
     trailing window of ``window_s`` (100 ms by default), using only samples
     after ``at_s``; the result is the end of the first window whose mean is
-    ≥ ``fraction × rate_bps``, minus ``at_s`` — so it is at least
-    ``window_s``. +inf when the rate never gets there.
+    ≥ ``fraction × rate_bps`` (``direction="down"``: ≤, for a sender that
+    must slow down to a lower capacity — e.g. ``column="send_rate_bps"``,
+    ``fraction=1.1``), minus ``at_s`` — so it is at least ``window_s``. +inf
+    when the rate never gets there.
     """
+    if direction not in ("up", "down"):
+        raise ValueError(f"direction {direction!r}: expected 'up' or 'down'")
     total = flows.groupby("time_s", sort=True)[column].sum()
     after = total.loc[total.index > at_s + 1e-9]
     if after.empty:
@@ -1556,7 +1623,10 @@ def time_to_rate(
     csum = np.cumsum(np.insert(g * dt, 0, 0.0))
     tsum = np.cumsum(np.insert(dt, 0, 0.0))
     mean = (csum[n:] - csum[:-n]) / (tsum[n:] - tsum[:-n])
-    hit = np.flatnonzero(mean >= fraction * rate_bps * (1 - 1e-12))
+    if direction == "up":
+        hit = np.flatnonzero(mean >= fraction * rate_bps * (1 - 1e-12))
+    else:
+        hit = np.flatnonzero(mean <= fraction * rate_bps * (1 + 1e-12))
     return float(t[n - 1 + int(hit[0])] - at_s) if hit.size else math.inf
 
 

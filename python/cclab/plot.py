@@ -68,7 +68,8 @@ STATE_COLORS: dict[str, str] = {
 DEFAULT_SHADE_STATES = frozenset(STATE_COLORS)
 MAX_FLOW_LINES = 12
 MAX_STATE_ROWS = 6
-_DROP_STYLE = {"overflow": ("#d62728", "overflow"), "random": ("#7f7f7f", "random loss"), "aqm": ("#9467bd", "AQM")}
+_DROP_STYLE = {"overflow": ("#d62728", "overflow"), "random": ("#7f7f7f", "random loss"), "aqm": ("#9467bd", "AQM"),
+               "policer": ("#8c564b", "policer")}
 
 
 def color_for(cca: str) -> str:

@@ -14,7 +14,8 @@ scenario was built):
 * ``rtt`` ≥ 2 × the bottleneck's one-way delay (also every delay a schedule sets);
 * ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
 * the queue discipline's parameters that depend on the link (RED's thresholds
-  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`.
+  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`;
+* a policer's bucket holds at least one full packet (else it drops every packet).
 
 BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
 rate) and the minimum RTT over all flows:
@@ -382,6 +383,16 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
         buffer["bytes"] = nbytes_buffer
 
+    policer = None  # absent when off: scenarios without a policer keep their IR and its hash
+    if link.policer is not None:
+        burst = link.policer.burst.bytes
+        if burst < packet:
+            raise ScenarioError("link.policer.burst", link.policer.burst,
+                                f"{link.policer.burst!r} is less than one packet ({burst} bytes): "
+                                "the policer would drop every packet",
+                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+        policer = {"rate_bps": _rate(link.policer.rate, "link.policer.rate"), "burst_bytes": burst}
+
     qdisc = qdiscs.qdisc_ir(
         link.qdisc_name, link.qdisc_params, field="link.qdisc", packet_bytes=packet,
         limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
@@ -418,6 +429,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "loss": _loss_ir(link.loss),
             "schedule": schedule,
             "qdisc": qdisc,
+            **({"policer": policer} if policer else {}),
         },
         "flows": flows,
         "host": host,

@@ -22,6 +22,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     loss = 0.0                       # default 0; or "1%", or { model = "gilbert-elliott", p, r, h, k }
     qdisc = "droptail"               # default; or "fq_codel", { name = "codel", target = "5ms" } (docs/queues.md)
                                      # (the old `aqm = "droptail"` is read as qdisc = "droptail")
+    policer = { rate = "5Mbps", burst = "30KB" }   # optional token bucket in front of the queue
 
     [[flows]]
     cca = "bbr"                      # required; or { name = "bbr", cwnd_gain = 1.5 }
@@ -77,6 +78,7 @@ __all__ = [
     "ScheduleEntry",
     "LossModel",
     "Qdisc",
+    "Policer",
     "Cca",
     "FlowGroup",
     "Record",
@@ -331,6 +333,33 @@ def _qdisc(value: Any) -> Any:
 QdiscField = Annotated[str | Qdisc, BeforeValidator(_qdisc)]
 
 
+class Policer(_Model):
+    """A token-bucket policer in front of the queue: ``policer = { rate = "5Mbps", burst = "30KB" }``.
+
+    Tokens accrue at ``rate`` (bit/s of wire bytes) into a bucket of ``burst``
+    bytes, which starts full; a packet that finds fewer tokens than its size
+    is dropped (``drops_policer``), the others go on to the queue — Linux's
+    ``police`` action (docs/queues.md).
+    """
+
+    _where: ClassVar[str] = "link.policer"
+
+    rate: Rate
+    burst: Size
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        data = cls._check_known_fields(data)
+        if isinstance(data, dict):
+            for key, example in (("rate", 'rate = "5Mbps" (the token rate)'),
+                                 ("burst", 'burst = "30KB" (the bucket size, at least one packet)')):
+                if key not in data:
+                    raise ScenarioError(key, None, "required field missing",
+                                        f'expected e.g. policer = {{ rate = "5Mbps", burst = "30KB" }}: {example}')
+        return data
+
+
 class ScheduleEntry(_Model):
     """One timed change of the link: ``{ at = "20s", rate = "160Mbps" }`` (at least one of rate, delay, loss)."""
 
@@ -361,6 +390,7 @@ class Link(_Model):
     buffer: Buffer = "1bdp"
     loss: Loss = 0.0
     qdisc: QdiscField = "droptail"
+    policer: Policer | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -259,7 +259,7 @@ fn direction_loop(
                 let c = model.counters();
                 writeln!(
                     s.link_csv,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     s.k * s.interval,
                     model.queue_bytes(),
                     model.queue_packets(),
@@ -276,7 +276,8 @@ fn direction_loop(
                     out.interval_late_max,
                     out.written_bytes,
                     out.write_errors,
-                    model.busy_ns_at(t)
+                    model.busy_ns_at(t),
+                    c.drops_policer
                 )
                 .ok();
                 for (i, f) in model.flow_counters.iter().enumerate() {
@@ -417,7 +418,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     };
     let mut link_csv = create("link.csv")?;
     let mut flows_csv = create("link_flows.csv")?;
-    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,marks_ce,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns").ok();
+    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,marks_ce,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns,drops_policer").ok();
     writeln!(
         flows_csv,
         "time_ns,flow_id,egress_bytes,arrival_bytes,drops"
@@ -505,7 +506,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "data_in": c.data_in, "data_out": c.data_out, "ack_in": ack.counters.ack_in, "ack_out": ack.counters.ack_out,
             "arrival_packets": c.arrival_packets, "departed_packets": c.departed_packets,
             "drops_overflow": c.drops_overflow, "drops_random": c.drops_random,
-            "drops_aqm": c.drops_aqm, "marks_ce": c.marks_ce,
+            "drops_aqm": c.drops_aqm, "marks_ce": c.marks_ce, "drops_policer": c.drops_policer,
             "queued_packets": data.queued_packets, "in_delay_lines": data.in_delay_lines, "acks_in_delay_line": ack.in_delay_lines,
             "egress_bytes": c.egress_bytes, "data_written_bytes": data.written_bytes, "ack_written_bytes": ack.written_bytes,
             "write_errors": data.write_errors + ack.write_errors, "non_ipv4": data.non_ipv4 + ack.non_ipv4,

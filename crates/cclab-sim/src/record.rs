@@ -95,6 +95,7 @@ pub struct LinkColumns {
     pub drops_random: Vec<u64>,
     pub drops_aqm: Vec<u64>,
     pub marks_ce: Vec<u64>,
+    pub drops_policer: Vec<u64>,
     pub capacity_bps: Vec<f64>,
     pub delay_ns: Vec<u64>,
 }

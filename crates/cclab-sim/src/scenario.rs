@@ -86,6 +86,8 @@ pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
 pub use cclab_netmodel::loss::LossConfig as Loss;
 /// The queue discipline (`link.qdisc`, docs/queues.md).
 pub use cclab_netmodel::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig, StepConfig};
+/// A token-bucket policer in front of the queue (`link.policer`).
+pub use cclab_netmodel::PolicerConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -27,6 +27,11 @@ const STREAM_JITTER_DATA: u64 = 3;
 const STREAM_JITTER_ACK: u64 = 2 << 32;
 const STREAM_JITTER_TX: u64 = 3 << 32;
 
+/// The test harness: the real simulator, stepped one event at a time, with
+/// the flows' algorithm state in view (test builds only).
+#[cfg(test)]
+pub(crate) mod harness;
+
 struct FlowState {
     cfg: Flow,
     /// The connection is established at time zero; the application writes
@@ -230,15 +235,34 @@ impl Sim {
                 break;
             }
             let (now, ev) = self.q.pop().unwrap();
-            self.events += 1;
-            match ev {
-                Event::Access(f) => self.on_access(now, f as usize),
-                Event::Bottleneck => self.on_bottleneck(now),
-                Event::Propagation => self.on_propagation(now),
-                Event::AckPath(f) => self.on_ack_path(now, f as usize),
-                Event::Wake(f) => self.on_wake(now, f as usize),
-                Event::Sample => self.on_sample(now),
-            }
+            self.dispatch(now, ev);
+        }
+    }
+
+    /// Process the next event, if the run has one left: its time. (The
+    /// algorithm tests step a run to watch its state: `sim::harness`. Test
+    /// builds only: a second caller of `dispatch` costs `run` 1.5 % more
+    /// instructions, callgrind, through other inlining.)
+    #[cfg(test)]
+    pub(crate) fn step(&mut self) -> Option<Time> {
+        if self.q.peek_time()? > Time(self.scenario.duration_ns) {
+            return None;
+        }
+        let (now, ev) = self.q.pop().unwrap();
+        self.dispatch(now, ev);
+        Some(now)
+    }
+
+    #[inline(always)]
+    fn dispatch(&mut self, now: Time, ev: Event) {
+        self.events += 1;
+        match ev {
+            Event::Access(f) => self.on_access(now, f as usize),
+            Event::Bottleneck => self.on_bottleneck(now),
+            Event::Propagation => self.on_propagation(now),
+            Event::AckPath(f) => self.on_ack_path(now, f as usize),
+            Event::Wake(f) => self.on_wake(now, f as usize),
+            Event::Sample => self.on_sample(now),
         }
     }
 
@@ -482,6 +506,7 @@ impl Sim {
         l.drops_random.push(c.drops_random);
         l.drops_aqm.push(c.drops_aqm);
         l.marks_ce.push(c.marks_ce);
+        l.drops_policer.push(c.drops_policer);
         // The sample at t comes after everything else at t (event.rs): the
         // interval is (previous sample, t], for the capacity too.
         l.capacity_bps.push(m.capacity().sample_bps(self.last_sample.0, now.0));
@@ -518,7 +543,7 @@ impl Sim {
         Counters {
             sent_packets: sent,
             delivered_packets: delivered,
-            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm,
+            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer,
             queued_packets: self.link.model.held_packets(),
             in_flight_packets: in_flight,
             events: self.events,

@@ -47,6 +47,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
             loss: Loss::Bernoulli { p: 0.0 },
             schedule: vec![],
             qdisc: QdiscConfig::Droptail {},
+            policer: None,
         },
         flows,
         host: host(),

@@ -558,7 +558,8 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
 
     link_raw = _link_raw(link_csv, times)
     counters = emu["counters"]
-    dropped = int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
+    dropped = (int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
+               + int(counters.get("drops_policer", 0)))
     raw_counters = {
         "sent_packets": int(counters["data_in"]),
         "delivered_packets": int(counters["data_out"]),
@@ -668,7 +669,8 @@ def _ffill(m: np.ndarray) -> np.ndarray:
 
 
 _LINK_COLS = ("queue_bytes", "queue_packets", "sojourn_sum_ns", "departed_packets", "egress_bytes", "arrival_bytes",
-              "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps", "delay_ns", "lateness_max_ns")  # fmt: skip
+              "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps", "delay_ns", "lateness_max_ns",
+              "drops_policer")  # fmt: skip
 
 
 def _link_raw(t: dict[str, np.ndarray], times: np.ndarray, cols: tuple[str, ...] = _LINK_COLS) -> dict[str, np.ndarray]:
@@ -677,7 +679,7 @@ def _link_raw(t: dict[str, np.ndarray], times: np.ndarray, cols: tuple[str, ...]
     k = t["time_ns"] // max(1, int(times[0]) if n else 1) - 1 if t["time_ns"].size else np.zeros(0, dtype=np.int64)
     for c in cols:
         col = np.full(n, np.nan)
-        if c not in t:  # an older emulator's link.csv (no marks_ce)
+        if c not in t:  # an older emulator's link.csv (no marks_ce, no drops_policer)
             out[c] = np.zeros(n)
             continue
         if t["time_ns"].size:
