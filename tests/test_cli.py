@@ -183,7 +183,7 @@ def test_example_cubic_vs_reno(tmp_path):
         pytest.skip("examples/cubic-vs-reno.toml not written yet")
     result = runner.invoke(app, ["run", str(example), "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    assert len(list((tmp_path / "r").iterdir())) == 8  # 6 record files + manifest.json + timeseries.png
+    assert len(list((tmp_path / "r").iterdir())) == 9  # 7 record files + manifest.json + timeseries.png
 
 
 @needs_engine
@@ -259,7 +259,8 @@ def test_cli_run_pipeline_with_stand_in_backend(replay, tmp_path):
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(["scenario.toml", "resolved.json", "meta.json", "flows.parquet", "link.parquet",
-                            "summary.json", "manifest.json", "timeseries.png", "timeseries.svg"])  # fmt: skip
+                            "histograms.parquet", "summary.json", "manifest.json", "timeseries.png",
+                            "timeseries.svg"])  # fmt: skip
     assert (out / "scenario.toml").read_text() == SYNTH_SCENARIO  # as written
     meta = json.loads((out / "meta.json").read_text())
     assert meta["valid"] is False and meta["invalid_reasons"] == ["stand-in backend"]

@@ -143,7 +143,7 @@ def test_throughput_vs_loss_log_x(fx, tmp_path):
     fig = draw(t, "loss")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "random loss (%)"
-    assert ax.get_ylabel() == "goodput (Mbps)"
+    assert ax.get_ylabel() == "goodput (Mbit/s)"
     labels = [ln.get_label() for ln in ax.get_lines()]
     assert labels == ["bbr", "cubic", "capacity × (1 − p)"]
     x, _ = ax.get_lines()[0].get_data()

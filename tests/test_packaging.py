@@ -104,7 +104,8 @@ def test_dask_is_an_extra_that_the_test_extra_pulls_in():
 
 def test_every_runtime_dependency_is_imported():
     names = {"pydantic": "pydantic", "typer": "typer", "rich": "rich", "numpy": "numpy", "pandas": "pandas",
-             "pyarrow": "pyarrow", "matplotlib": "matplotlib", "tomli-w": "tomli_w", "pyroute2": "pyroute2"}  # fmt: skip
+             "pyarrow": "pyarrow", "matplotlib": "matplotlib", "tomli-w": "tomli_w", "pyroute2": "pyroute2",
+             "scipy": "scipy"}  # fmt: skip
     source = "\n".join(p.read_text() for p in (REPO / "python" / "cclab").rglob("*.py"))
     for dep in _pyproject()["project"]["dependencies"]:
         dist = dep.split(">")[0].split("[")[0].split("=")[0].strip()

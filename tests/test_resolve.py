@@ -86,6 +86,7 @@ def test_ir_keys_match_the_documented_example() -> None:
     scenario = scenario_from_dict(small(
         measure={"from": "20s"},
         link={"schedule": [{"at": "20s", "rate": "160Mbps"}]},
+        record={"flows": "1s"},  # the optional `record` of the example
     ))
     ir = resolve(scenario)
     assert key_paths(ir) == key_paths(documented_ir())
@@ -97,8 +98,8 @@ def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
     assert set(ir["link"]["capacity"]) - {"kind"} == rust_fields("Trace")
     assert set(ir["link"]["loss"]) - {"kind"} == rust_fields("GilbertElliott")
     assert ir["link"]["capacity"]["kind"] == "trace" and ir["link"]["loss"]["kind"] == "gilbert_elliott"
-    assert set(ir["flows"][0]) == rust_fields("Flow")
-    assert set(ir) == rust_fields("Scenario")
+    assert set(ir["flows"][0]) == rust_fields("Flow")  # start_offset_ns too (left out when 0)
+    assert set(ir) == rust_fields("Scenario") - {"record"}  # record: only when not every flow at every sample
     assert set(ir["link"]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
 
 
@@ -183,8 +184,10 @@ def test_groups_expand_with_sequential_ids_and_stagger() -> None:
         {"cca": "cubic", "count": 3, "rtt": "40ms", "start": "1s", "stagger": "2s"},
         {"cca": {"name": "reno"}, "count": 2, "rtt": "80ms", "stop": "25s", "bytes": "10MB", "rwnd": "64KiB"},
     ])))
-    summary = [(f["id"], f["group"], f["cca"], f["rtt_ns"], f["start_ns"], f["stop_ns"], f["bytes"], f["rwnd_bytes"])
-               for f in ir["flows"]]
+    # start_ns is the explicit start: the configured one + the flow's random offset (start_offset, default 1 RTT)
+    assert all(0 < f["start_offset_ns"] < f["rtt_ns"] for f in ir["flows"])
+    summary = [(f["id"], f["group"], f["cca"], f["rtt_ns"], f["start_ns"] - f["start_offset_ns"], f["stop_ns"],
+                f["bytes"], f["rwnd_bytes"]) for f in ir["flows"]]
     assert summary == [
         (0, 0, "cubic", 40 * MS, 1 * S, None, None, None),
         (1, 0, "cubic", 40 * MS, 3 * S, None, None, None),  # start + 1 × stagger

@@ -71,7 +71,7 @@ def test_unknown_field_in_link_lists_the_allowed_fields() -> None:
     ("changes", "field", "allowed"),
     [
         ({"durations": "30s"}, "durations",
-         "allowed: name, duration, seed, sample_interval, mss, measure, link, flows"),
+         "allowed: name, duration, seed, sample_interval, mss, measure, start_offset, record, link, flows"),
         ({"flows[0].ctt": "40ms"}, "flows[0].ctt", "allowed: cca, count, rtt, start, stagger, stop, bytes, rwnd"),
         ({"measure": {"form": "1s"}}, "measure.form", "allowed: from, to"),
         ({"link.schedule": [{"at": "1s", "rat": "1Mbps"}]}, "link.schedule[0].rat", "allowed: at, rate, delay, loss"),

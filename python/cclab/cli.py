@@ -295,6 +295,10 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, a
         typer.echo(json.dumps(doc, indent=1, sort_keys=True))
     else:
         typer.echo("\n".join(describe_ir(ir, str(file))))
+        from cclab.resolve import describe_record, describe_start_offsets
+
+        typer.echo(f"  record: {describe_record(ir)}")
+        typer.echo(f"  start offsets: {describe_start_offsets(ir)}")
         typer.echo("  limits: " + ", ".join(
             f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
             for k, v in limits.LIMITS.items()))  # fmt: skip

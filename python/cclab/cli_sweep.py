@@ -262,9 +262,10 @@ def select_metrics(columns: list[str], patterns: list[str] | None) -> list[str]:
 
 def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: bool = False) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from cclab.store import axis_columns, group_over_trials, metric_columns
+    from cclab.store import axis_columns, describe_interval, describe_trials, group_over_trials, metric_columns
 
     axes = axis_columns(df)
     metrics = select_metrics(metric_columns(df), patterns)
@@ -275,30 +276,43 @@ def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: boo
         view = df
         lead = [*axes, "trial", "seed", "run_id"]
     if csv:
-        cols = lead + [c for c in view.columns if c not in lead and (c in metrics or c.removesuffix(".ci95") in metrics)]
+        suffixes = ("", ".lo", ".hi", ".ci95", ".n", ".stat")
+        cols = lead + (["n_effective", "deterministic"] if grouped else []) + [
+            f"{m}{x}" for m in metrics for x in suffixes if f"{m}{x}" in view.columns]  # fmt: skip
         view[cols].to_csv(sys.stdout, index=False)
         return
     from cclab.figures.sweep_figs import metric_label
 
     table = Table(show_lines=False, header_style="bold")
     for c in lead:
-        table.add_column(c)
+        table.add_column(escape(c))
     labels = {m: metric_label(m) for m in metrics}
     for m in metrics:
-        ci_note = " ± 95% CI" if f"{m}.ci95" in view else ""
-        table.add_column(f"{m}\n[dim]{labels[m][0]}{ci_note}[/dim]", justify="right")
+        unit = labels[m][0]
+        how = ""
+        if grouped:
+            how = "median [95% CI]" if pd_series_first(view, f"{m}.stat") == "median" else "mean ± 95% CI"
+        table.add_column(f"{escape(m)}\n[dim]{escape(unit)}{', ' + how if how else ''}[/dim]", justify="right")
     for _, row in view.iterrows():
-        cells = [str(row[c]) for c in lead]
+        cells = [escape(describe_trials(row) if grouped and c == "trials" else str(row[c])) for c in lead]
         for m in metrics:
             scale = labels[m][1]
             v = row[m]
-            cell = _num(v * scale if isinstance(v, (int, float)) else v)
-            ci = row.get(f"{m}.ci95")
-            if isinstance(ci, float) and not math.isnan(ci) and abs(ci) > 1e-9 * max(1.0, abs(float(v))):
-                cell += f" ± {_num(ci * scale)}"
-            cells.append(cell)
+            if grouped:
+                cells.append(escape(describe_interval(row, m, _num, scale)))
+            else:
+                cells.append(_num(v * scale if isinstance(v, (int, float)) else v))
         table.add_row(*cells)
-    Console(width=max(120, 24 * (len(lead) + len(metrics)))).print(table)
+    Console(width=max(120, 26 * (len(lead) + len(metrics)))).print(table)
+    if grouped and "deterministic" in view and bool(view["deterministic"].any()):
+        Console(stderr=True).print("[yellow]note:[/yellow] points marked 'deterministic' gave the same result in "
+                                   "every trial (the seed changed nothing: e.g. no loss and start_offset = 0); "
+                                   "their trials are one sample repeated, so no interval is shown.")
+
+
+def pd_series_first(view, col: str) -> str:
+    """The first value of a column (``""`` when absent): the statistic a metric is summarised by."""
+    return str(view[col].iloc[0]) if col in view.columns and len(view) else ""
 
 
 def _num(v) -> str:

@@ -95,7 +95,9 @@ class Estimate:
         return out
 
     def summary(self) -> str:
-        return (f"{self.samples:,} samples × flows = {self.rows:,} rows; ~{self.packets:.3g} bottleneck packets, "
+        flow_samples = self.rows // self.flows if self.flows else self.samples
+        link = f" ({self.samples:,} link samples)" if flow_samples != self.samples else ""
+        return (f"{flow_samples:,} samples × flows = {self.rows:,} rows{link}; ~{self.packets:.3g} bottleneck packets, "
                 f"~{self.events:.3g} events (~{format_duration(self.wall_s)} of simulator time); "
                 f"memory ~{format_bytes(self.memory_bytes)} (flows' state ~{format_bytes(self.flow_state_bytes)}), "
                 f"record ~{format_bytes(self.record_bytes)}")
@@ -123,7 +125,10 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     duration_ns = int(ir["duration_ns"])
     flows = ir.get("flows") or []
     samples = duration_ns // max(1, int(ir["sample_interval_ns"]))
-    rows = samples * len(flows)
+    rec = ir.get("record") or {}
+    flows_interval = int(rec.get("flows_interval_ns") or ir["sample_interval_ns"])  # docs/ir.md `record`
+    rows = duration_ns // max(1, flows_interval) * len(flows)
+    stored_rows = rows if rec.get("flows_stored", True) else 0
     link = ir["link"]
     cap = link["capacity"]
     wire = int(ir.get("mss", 1448)) + int(ir.get("header_bytes", 52))
@@ -146,7 +151,7 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     held = min(held, packets + 10 * len(flows))
     memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * samples + _PER_PACKET_HELD * held
               + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
-    record = _RECORD_PER_ROW * (rows + samples) + 12 * opportunities
+    record = _RECORD_PER_ROW * (stored_rows + samples) + 12 * opportunities
     return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
                     record_bytes=record, flows=len(flows))  # fmt: skip
 
@@ -164,6 +169,9 @@ def _field_value(field: str, ir: Mapping[str, Any]) -> str:
         return fmt_d(ir["duration_ns"])
     if field == "sample_interval":
         return f"{fmt_d(ir['sample_interval_ns'])} (with {len(ir.get('flows') or [])} flows over {fmt_d(ir['duration_ns'])})"
+    if field == "record.flows":
+        return (f"{fmt_d(ir['record']['flows_interval_ns'])} (with {len(ir.get('flows') or [])} flows over "
+                f"{fmt_d(ir['duration_ns'])})")
     if field == "link.trace":
         return str(link["capacity"].get("path", "the trace")).rsplit("/", 1)[-1][:60]
     buf = link.get("buffer") or {}
@@ -177,8 +185,10 @@ def _responsible(key: str, est: Estimate, ir: Mapping[str, Any]) -> str:
     if key == "memory_bytes" and est.flow_state_bytes >= 0.5 * est.memory_bytes:
         return "flows"
     by_rows = _PER_ROW * est.rows if key == "memory_bytes" else _RECORD_PER_ROW * est.rows
-    if by_rows >= 0.5 * getattr(est, key):
-        return "sample_interval"
+    by_samples = (_PER_SAMPLE if key == "memory_bytes" else _RECORD_PER_ROW) * est.samples
+    if by_rows + by_samples >= 0.5 * getattr(est, key):
+        # the per-flow rows have their own interval when the IR says so (docs/ir.md `record`)
+        return "record.flows" if ir.get("record") and by_rows > by_samples else "sample_interval"
     if ir["link"]["capacity"].get("kind") == "trace":
         return "link.trace"
     return "link.buffer"
@@ -209,7 +219,8 @@ def check(ir: Mapping[str, Any], *, backend: str = "sim", allow_large: bool = Fa
             field, None,
             f"{shown}: this run is too large: estimated {_NAMES[key]} ~{_fmt(key, value)} exceeds the limit of "
             f"{_fmt(key, limit)}" + (f" (also {others})" if others else "")
-            + f" [{est.rows:,} rows = {est.samples:,} samples × {len(ir.get('flows') or [])} flows, "
+            + f" [{est.rows:,} rows = {est.rows // max(1, len(ir.get('flows') or [])):,} samples × "
+            f"{len(ir.get('flows') or [])} flows, "
             f"~{est.packets:.3g} bottleneck packets]",
             f"expected a smaller run (fewer samples, flows, packets or a shorter duration), or pass {override} "
             "to run it anyway",

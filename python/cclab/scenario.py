@@ -8,6 +8,10 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     sample_interval = "10ms"         # default "10ms"
     mss = 1448                       # default 1448 (payload bytes; 1500 on the wire)
     measure = { from = "20s" }       # default from = "0s", to = duration
+    start_offset = "1rtt"            # default: each flow starts a random offset in [0, its base RTT)
+                                     # after its start (drawn from the seed); "5ms"; 0 disables
+    record = { flows = "auto" }      # per-flow series: "auto" (every sample; coarser for large runs),
+                                     # a multiple of sample_interval ("1s"), or "off" (summary only)
 
     [link]
     rate = "80Mbps"                  # exactly one of rate | trace
@@ -77,6 +81,7 @@ __all__ = [
     "Policer",
     "Cca",
     "FlowGroup",
+    "Record",
     "Host",
     "known_algorithms",
     "load_scenario",
@@ -560,6 +565,51 @@ class FlowGroup(_Model):
         return {} if isinstance(self.cca, str) else dict(self.cca.params)
 
 
+def _start_offset(value: Any) -> Any:
+    units.parse_start_offset(value, "")
+    return value
+
+
+#: ``start_offset``: the window of each flow's random start offset (``"1rtt"``, ``"5ms"``, ``0``).
+StartOffset = Annotated[str | int | float, BeforeValidator(_start_offset)]
+
+#: Default of ``start_offset`` (docs/ir.md "Flows"): one base RTT of each flow.
+DEFAULT_START_OFFSET = "1rtt"
+#: Values of ``record.flows`` besides a duration.
+RECORD_FLOWS_WORDS = ("auto", "off")
+
+
+class Record(_Model):
+    """What the run record keeps: ``record = { flows = "1s" }``.
+
+    ``flows``: the per-flow time series' sample interval — ``"auto"`` (the
+    default: every sample, coarser for runs with very many flow samples,
+    docs/record.md), a duration that is a multiple of ``sample_interval``, or
+    ``"off"`` (no per-flow rows in ``flows.parquet``; the summary still has
+    every per-flow metric). The link is recorded at every sample.
+    """
+
+    _where: ClassVar[str] = "record"
+
+    flows: str = "auto"
+
+    @field_validator("flows", mode="before")
+    @classmethod
+    def _flows(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() in ("summary-only", "none"):
+            return "off"
+        if isinstance(value, str) and value.strip() in RECORD_FLOWS_WORDS:
+            return value.strip()
+        allowed = 'expected "auto", "off" or a duration that is a multiple of sample_interval (e.g. "1s")'
+        if not isinstance(value, str):
+            raise ScenarioError("", value, f"{show_value(value)} is not a per-flow record interval", allowed)
+        try:
+            units.parse_duration(value, "", allow_zero=False)
+        except ScenarioError as exc:
+            raise ScenarioError("", value, exc.problem, allowed) from None
+        return value
+
+
 class Measure(_Model):
     """The steady-state window summaries average over: ``[from, to)``; ``to`` defaults to the duration."""
 
@@ -606,6 +656,8 @@ class Scenario(_Model):
     sample_interval: PositiveDuration = "10ms"
     mss: int = DEFAULT_MSS
     measure: Measure = Field(default_factory=Measure)
+    start_offset: StartOffset | None = None
+    record: Record | None = None
     link: Link
     flows: list[FlowGroup]
     host: Host = Field(default_factory=Host)

@@ -20,6 +20,16 @@ pub struct Ir {
     pub header_bytes: u32,
     pub link: Link,
     pub flows: Vec<Flow>,
+    /// The measure window: the queueing-delay histogram counts the packets
+    /// that leave the bottleneck in it (docs/record.md "Distributions").
+    #[serde(default)]
+    pub measure: Option<Measure>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct Measure {
+    pub from_ns: u64,
+    pub to_ns: u64,
 }
 
 /// The bottleneck (`link`): the same definition the simulator reads

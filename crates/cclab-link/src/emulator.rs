@@ -155,6 +155,8 @@ fn flow_of(pkt: &[u8], data: bool, n: usize) -> Option<u32> {
 /// What a direction's thread reports when it ends.
 struct DirReport {
     lateness: Lateness,
+    /// Sojourn of every packet that left the bottleneck in the measure window.
+    sojourn_hist: cclab_netmodel::LogHist,
     /// How late the thread woke up from its timed sleeps (its own scheduling delay).
     wakeup: Lateness,
     counters: LinkCounters,
@@ -360,6 +362,7 @@ fn direction_loop(
         s.flows_csv.flush().ok();
     }
     Ok(DirReport {
+        sojourn_hist: model.sojourn_hist().clone(),
         lateness: out.lateness,
         wakeup,
         counters: model.counters(),
@@ -373,6 +376,16 @@ fn direction_loop(
         rt_prio: rt,
         cpu_ns: thread_cpu_ns() - cpu0,
         windows_clamped: clamp.map(|c| c.rewritten).unwrap_or(0),
+    })
+}
+
+/// A histogram as emulator.json carries it (the same bins as the simulator's, cclab-netmodel).
+fn hist_json(h: &cclab_netmodel::LogHist) -> serde_json::Value {
+    let (bins, counts): (Vec<u32>, Vec<u64>) = h.bins().unzip();
+    serde_json::json!({
+        "sub_bits": cclab_netmodel::hist::SUB_BITS, "bin": bins, "count": counts, "n": h.n,
+        "sum_ns": h.sum as f64, "min_ns": if h.n > 0 { Some(h.min) } else { None },
+        "max_ns": if h.n > 0 { Some(h.max) } else { None },
     })
 }
 
@@ -435,7 +448,10 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             )
         })
         .map_err(|e| e.to_string())?;
-    let data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    let mut data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    if let Some(m) = ir.measure {
+        data_model.set_sojourn_window(t0 + m.from_ns, t0 + m.to_ns);
+    }
     let data = direction_loop(
         true,
         data_model,
@@ -498,6 +514,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "windows_clamped": ack.windows_clamped,
         },
         "cpu_ns": cpu, "cpu_ns_data_thread": data.cpu_ns, "cpu_ns_ack_thread": ack.cpu_ns, "wall_ns": wall,
+        "sojourn_hist": hist_json(&data.sojourn_hist),
     });
     let p = format!("{}/emulator.json", args.out_dir);
     std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap())

@@ -27,6 +27,7 @@
 //! * propagation keeps FIFO order when the delay decreases.
 
 use crate::capacity::{Capacity, Trace};
+use crate::hist::WindowHist;
 use crate::loss::{LossModel, LossSteps};
 use crate::packet::{DropCause, Packet};
 use crate::policer::{Policer, PolicerConfig};
@@ -144,6 +145,9 @@ pub struct Bottleneck<P> {
     trace_left: u32,
     last_exit: Ns,
     pub counters: Counters,
+    /// Sojourn time of every packet that leaves in the window set by
+    /// [`WindowHist::set_window`] (counts nothing until then).
+    pub sojourn_hist: WindowHist,
 }
 
 impl<P> Bottleneck<P> {
@@ -178,6 +182,7 @@ impl<P> Bottleneck<P> {
             trace_left: 0,
             last_exit: 0,
             counters: Counters::default(),
+            sojourn_hist: WindowHist::new(),
         }
     }
 
@@ -359,7 +364,9 @@ impl<P> Bottleneck<P> {
     fn depart<S: Sink<P>>(&mut self, pkt: Packet<P>, start: Ns, at: Ns, out: &mut S) {
         self.counters.egress_bytes += pkt.len as u64;
         self.counters.departed_packets += 1;
-        self.counters.sojourn_sum_ns += start.saturating_sub(pkt.enqueued);
+        let sojourn = start.saturating_sub(pkt.enqueued);
+        self.counters.sojourn_sum_ns += sojourn;
+        self.sojourn_hist.record_at(at, sojourn);
         // propagation: the delay in force when the packet leaves, FIFO
         let s = &self.delay_steps;
         while self.delay_idx + 1 < s.len() && s[self.delay_idx + 1].0 <= at {

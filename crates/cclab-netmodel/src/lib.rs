@@ -21,6 +21,7 @@
 
 pub mod bottleneck;
 pub mod capacity;
+pub mod hist;
 pub mod ir;
 pub mod loss;
 pub mod packet;
@@ -33,6 +34,7 @@ pub type Ns = u64;
 
 pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out, Sink};
 pub use capacity::{Capacity, RateSteps, Trace};
+pub use hist::{LogHist, WindowHist};
 pub use loss::{LossConfig, LossModel, LossSteps};
 pub use packet::{DropCause, Packet, FLOW_NONE};
 pub use policer::{Policer, PolicerConfig};

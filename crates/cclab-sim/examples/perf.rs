@@ -15,7 +15,7 @@ fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_
         for _ in 0..*n {
             let id = fl.len() as u32;
             let start_ns = id as u64 * stagger_ns;
-            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
+            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns, start_offset_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
         }
     }
     let bdp = rate * rtt_ms / 8000;
@@ -25,6 +25,7 @@ fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_
         link: Link { capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], qdisc: QdiscConfig::Droptail {}, policer: None },
         flows: fl,
         host: Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![] },
+        record: None,
     }
 }
 

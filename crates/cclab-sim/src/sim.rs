@@ -10,6 +10,7 @@ use crate::jitter::Jitter;
 use crate::link::{Packet, Seg, SimLink};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
+use cclab_netmodel::WindowHist;
 use crate::rng::{mix, Rng};
 use crate::scenario::{Flow, Scenario, IR_VERSION};
 use crate::tcp::rcvwnd::RcvConfig;
@@ -45,6 +46,10 @@ struct FlowState {
     wake_at: Option<Time>,
     total_bytes: Option<u64>,
     completion: Option<Time>,
+    /// When the receiver last got new in-order data.
+    last_delivery: Time,
+    /// RTT samples of ACKs arriving in the measure window.
+    rtt_hist: WindowHist,
     /// This flow's streams of host-jitter draws (with `Sim::jitter`): its
     /// data leaving the sender, its ACKs (leaving the receiver and taken in
     /// by the sender).
@@ -63,6 +68,8 @@ pub struct Sim {
     ack_buf: Vec<Ack>,
     events: u64,
     last_sample: Time,
+    /// Flows are sampled at multiples of this (docs/ir.md `record`).
+    flows_interval: u64,
     /// Host jitter (`jitter.rs`), if any.
     jitter: Option<Jitter>,
 }
@@ -160,11 +167,27 @@ impl Sim {
                 wake_at: None,
                 total_bytes: f.bytes,
                 completion: None,
+                last_delivery: Time::ZERO,
+                rtt_hist: {
+                    let mut h = WindowHist::new();
+                    h.set_window(sc.measure.from_ns, sc.measure.to_ns);
+                    h
+                },
                 tx_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_TX + f.id as u64),
                 ack_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_ACK + f.id as u64),
             });
         }
         let n_samples = (sc.duration_ns / sc.sample_interval_ns) as usize;
+        let flows_interval = sc.flows_interval_ns();
+        if flows_interval == 0 || flows_interval % sc.sample_interval_ns != 0 {
+            return Err(format!(
+                "record.flows_interval_ns {flows_interval} is not a positive multiple of sample_interval_ns {}",
+                sc.sample_interval_ns
+            ));
+        }
+        let n_flow_samples = (sc.duration_ns / flows_interval) as usize;
+        let mut link = link;
+        link.model.sojourn_hist.set_window(sc.measure.from_ns, sc.measure.to_ns);
         let mut q = EventQueue::new();
         for (i, f) in flows.iter_mut().enumerate() {
             if f.cfg.start_ns < sc.duration_ns {
@@ -176,7 +199,7 @@ impl Sim {
             q.push(Time(sc.sample_interval_ns), Event::Sample);
         }
         let mut out = Output {
-            flows: FlowColumns::with_capacity(n_samples * sc.flows.len()),
+            flows: FlowColumns::with_capacity(n_flow_samples * sc.flows.len()),
             link: LinkColumns::default(),
             state_names,
             ..Default::default()
@@ -193,12 +216,20 @@ impl Sim {
             ack_buf: Vec::with_capacity(2),
             events: 0,
             last_sample: Time::ZERO,
+            flows_interval,
             jitter,
         })
     }
 
     pub fn run(&mut self) {
-        let end = Time(self.scenario.duration_ns);
+        self.run_until(Time(self.scenario.duration_ns));
+    }
+
+    /// Process every event up to `limit` (at most the end of the run); the
+    /// samples taken meanwhile are in the output (`take_rows` hands them
+    /// over in chunks).
+    pub fn run_until(&mut self, limit: Time) {
+        let end = Time(self.scenario.duration_ns).min(limit);
         while let Some((now, ev)) = self.q.pop_until(end) {
             self.dispatch(now, ev);
         }
@@ -277,7 +308,11 @@ impl Sim {
         // The receiver echoes CE (ECE, RFC 3168 §6.1.3 / RFC 8257 §3.2); the
         // sender reacts once per window (tcp/sender.rs, `enter_cwr`).
         let d = pkt.data;
+        let rcv_nxt = fl.receiver.rcv_nxt;
         fl.receiver.on_segment_ecn(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), &mut acks);
+        if fl.receiver.rcv_nxt != rcv_nxt {
+            fl.last_delivery = now;
+        }
         for ack in acks.drain(..) {
             let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
             if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
@@ -300,7 +335,13 @@ impl Sim {
         let mut tx = std::mem::take(&mut self.tx_buf);
         while let Some(ack) = self.flows[f].acks.pop_due(now) {
             tx.clear();
-            self.flows[f].sender.on_ack(now, &ack, &mut tx);
+            let fl = &mut self.flows[f];
+            let (n0, sum0) = (fl.sender.stats.rtt_n, fl.sender.stats.rtt_sum_ns);
+            fl.sender.on_ack(now, &ack, &mut tx);
+            if fl.sender.stats.rtt_n != n0 {
+                // at most one RTT sample per ACK (the newest segment's)
+                fl.rtt_hist.record_at(now.0, fl.sender.stats.rtt_sum_ns - sum0);
+            }
             self.emit(now, f, &tx);
         }
         self.tx_buf = tx;
@@ -377,7 +418,8 @@ impl Sim {
     fn on_sample(&mut self, now: Time) {
         let mss = self.scenario.mss as u64;
         let cols = &mut self.out.flows;
-        for (i, fl) in self.flows.iter_mut().enumerate() {
+        let flows_due = now.0 % self.flows_interval == 0;
+        for (i, fl) in self.flows.iter_mut().enumerate().filter(|_| flows_due) {
             cols.time_ns.push(now.0);
             cols.flow_id.push(i as u32);
             let mut delivered = fl.receiver.rcv_nxt as u64 * mss;
@@ -469,6 +511,23 @@ impl Sim {
         }
     }
 
+    /// The samples taken since the last call (all of them the first time),
+    /// moved out: the flows' rows and the link's rows.
+    pub fn take_rows(&mut self) -> (FlowColumns, LinkColumns) {
+        let rows = self.out.flows.len();
+        (self.out.flows.take(rows), self.out.link.take())
+    }
+
+    /// (algorithm, state names by code) of every algorithm in the run.
+    pub fn state_names(&self) -> &[(String, Vec<String>)] {
+        &self.out.state_names
+    }
+
+    /// True once every event up to the end of the run is done.
+    pub fn is_done(&mut self) -> bool {
+        self.q.peek_time().is_none_or(|t| t.0 > self.scenario.duration_ns)
+    }
+
     pub fn counters(&self) -> Counters {
         let sent: u64 = self.flows.iter().map(|f| f.sender.stats.sent_packets).sum();
         let delivered: u64 = self.flows.iter().map(|f| f.receiver.segments_received).sum();
@@ -489,8 +548,16 @@ impl Sim {
         self.out.flow_info = self
             .flows
             .iter()
-            .map(|f| FlowInfo { id: f.cfg.id, cca: f.cfg.cca.clone(), completion_ns: f.completion.map(|t| t.0), ce_segments: f.receiver.ce_segments })
+            .map(|f| FlowInfo {
+                id: f.cfg.id,
+                cca: f.cfg.cca.clone(),
+                completion_ns: f.completion.map(|t| t.0),
+                ce_segments: f.receiver.ce_segments,
+                end_ns: f.sender.is_finished().then_some(f.last_delivery.0),
+            })
             .collect();
+        self.out.rtt_hists = self.flows.iter_mut().map(|f| std::mem::take(&mut f.rtt_hist.hist)).collect();
+        self.out.sojourn_hist = std::mem::take(&mut self.link.model.sojourn_hist.hist);
         self.out
     }
 }

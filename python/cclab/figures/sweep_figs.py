@@ -31,7 +31,7 @@ def metric_label(column: str) -> tuple[str, float]:
             base = m[: -len(q)]
     stat = m[len(base) :].lstrip("_").replace("mean", "mean ").strip()
     pretty = {
-        "goodput_bps": ("goodput", "Mbps", 1e-6),
+        "goodput_bps": ("goodput", "Mbit/s", 1e-6),
         "utilization": ("utilization", "%", 100.0),
         "link_utilization": ("link utilization", "%", 100.0),
         "share": ("share of goodput", "%", 100.0),

@@ -85,7 +85,7 @@ def _suffix(of: str | None) -> str:
 
 def _summary(run: Run, cache: dict[str, Any]) -> dict[str, Any]:
     if "summary" not in cache:
-        cache["summary"] = M.summary(run.flows, run.link, run.ir)
+        cache["summary"] = M.summary(run.flows, run.link, run.ir, histograms=run.histograms)
     return cache["summary"]
 
 

@@ -177,6 +177,17 @@ impl<P> LinkModel<P> {
         c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer
     }
 
+    /// Count the sojourn of every packet leaving the bottleneck with
+    /// `from < t ≤ to` (model clock) in [`Self::sojourn_hist`].
+    pub fn set_sojourn_window(&mut self, from: Ns, to: Ns) {
+        self.bottleneck.sojourn_hist.set_window(from, to);
+    }
+
+    /// The sojourn histogram of the window set by [`Self::set_sojourn_window`].
+    pub fn sojourn_hist(&self) -> &cclab_netmodel::LogHist {
+        &self.bottleneck.sojourn_hist.hist
+    }
+
     pub fn queue_bytes(&self) -> u64 {
         self.bottleneck.queue_bytes()
     }

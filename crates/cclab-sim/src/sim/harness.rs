@@ -103,6 +103,7 @@ impl Path {
                 cca_params: cca_params.clone(),
                 rtt_ns: self.rtt_ms * 1_000_000,
                 start_ns: 0,
+                start_offset_ns: 0,
                 stop_ns: None,
                 bytes: None,
                 rwnd_bytes: None,
@@ -156,6 +157,7 @@ impl Path {
                 rcv_truesize: 2304,
                 jitter_ns: vec![],
             },
+            record: None,
         }
     }
 }
