@@ -29,6 +29,16 @@ fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_
     }
 }
 
+/// The per-flow record interval `cclab` resolves by default (python/cclab/resolve.py
+/// `flows_interval_ns`): every sample up to 2 000 000 per-flow rows, else the
+/// smallest of 2, 5, 10, 20, 50, … samples that stays below (500 ms for 10 000
+/// flows × 60 s at 10 ms samples, as `cclab bench` runs them).
+fn auto_record(s: &Scenario) -> Option<RecordCfg> {
+    let ladder = (0..19).flat_map(|e| [1u64, 2, 5].map(|m| m * 10u64.pow(e)));
+    let k = ladder.take_while(|k| k * s.sample_interval_ns <= s.duration_ns).find(|k| s.flows.len() as u64 * (s.duration_ns / (k * s.sample_interval_ns)) <= 2_000_000)?;
+    (k > 1).then(|| RecordCfg { flows_interval_ns: k * s.sample_interval_ns, flows_stored: true })
+}
+
 fn main() {
     let only = std::env::args().nth(1);
     // DUR=seconds: simulated seconds of every case (60, as `cclab bench`, by default).
@@ -49,11 +59,16 @@ fn main() {
     for (name, mut s) in cases {
         if only.as_deref().is_some_and(|o| !name.contains(o)) { continue; }
         if let Some(ns) = sample_ns { s.sample_interval_ns = ns; }
+        s.record = auto_record(&s);
+        // FLOWS=ms overrides the per-flow record interval (a multiple of the sample interval).
+        if let Ok(ms) = std::env::var("FLOWS") {
+            s.record = Some(RecordCfg { flows_interval_ns: ms.parse::<u64>().unwrap() * 1_000_000, flows_stored: true });
+        }
         let t = std::time::Instant::now();
         let out = cclab_sim::simulate(&s).unwrap();
         let wall = t.elapsed().as_secs_f64();
         let pkts = *out.link.departed_packets.last().unwrap();
         let util = *out.link.egress_bytes.last().unwrap() as f64 * 8.0 / (s.duration_ns as f64 / 1e9) / match s.link.capacity { Capacity::Constant { rate_bps } => rate_bps as f64, _ => 1.0 };
-        println!("{name:30} wall {wall:7.3}s  {:6.2} M pkts/s  {:7.1} sim-s/s  events {:>10}  util {:.3}", pkts as f64 / wall / 1e6, s.duration_ns as f64 / 1e9 / wall, out.counters.events, util);
+        println!("{name:30} wall {wall:7.3}s  {:6.2} M pkts/s  {:7.1} sim-s/s  packets {pkts:>10}  events {:>10}  util {:.3}", pkts as f64 / wall / 1e6, s.duration_ns as f64 / 1e9 / wall, out.counters.events, util);
     }
 }
