@@ -234,6 +234,11 @@ impl<P> Bottleneck<P> {
     pub fn next_event_ns(&self) -> Ns {
         self.next_at
     }
+    /// The packet being serialized (it leaves at the next event), if any.
+    #[inline]
+    pub fn in_service(&self) -> Option<&Packet<P>> {
+        self.in_service.as_ref().map(|s| &s.pkt)
+    }
 
     /// Do everything due at or before `now`.
     #[inline]

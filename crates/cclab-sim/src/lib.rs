@@ -10,6 +10,7 @@ pub mod event;
 pub mod jitter;
 pub mod link;
 pub mod pipe;
+mod prefetch;
 pub mod rng;
 pub mod scenario;
 pub mod tcp;

@@ -163,6 +163,13 @@ impl SimLink {
         }
     }
 
+    /// The packet at the head of the propagation line (the next
+    /// `Propagation` event delivers it).
+    #[inline]
+    pub fn prop_head(&self) -> Option<&Packet> {
+        self.prop.head()
+    }
+
     /// Packets between the bottleneck and the receivers.
     pub fn in_flight(&self) -> u64 {
         self.prop.len() as u64

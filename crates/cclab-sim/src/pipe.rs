@@ -39,6 +39,27 @@ impl<T> Pipe<T> {
             _ => None,
         }
     }
+    /// Prefetch hint: the entry that leaves next.
+    #[inline(always)]
+    pub fn prefetch_head(&self) {
+        if let Some(e) = self.q.front() {
+            crate::prefetch::value(e);
+        }
+    }
+    /// Prefetch hint: where the next entry goes (just after the last one;
+    /// past the end of the ring buffer the hint is merely useless).
+    #[inline(always)]
+    pub fn prefetch_tail(&self) {
+        if let Some(e) = self.q.back() {
+            let p = e as *const (Time, T) as *const u8;
+            crate::prefetch::range(p, p.wrapping_add(2 * std::mem::size_of::<(Time, T)>()));
+        }
+    }
+    /// The item that leaves next.
+    #[inline]
+    pub fn head(&self) -> Option<&T> {
+        self.q.front().map(|(_, x)| x)
+    }
     #[inline]
     pub fn head_time(&self) -> Option<Time> {
         self.q.front().map(|(t, _)| *t)

@@ -32,24 +32,28 @@ const STREAM_JITTER_TX: u64 = 3 << 32;
 #[cfg(test)]
 pub(crate) mod harness;
 
+/// Laid out by use (`#[repr(C)]`, `crate::prefetch`): what every event of
+/// the flow touches, the receiver, the RTT histogram, the sender, then the
+/// configuration.
+#[repr(C)]
 struct FlowState {
-    cfg: Flow,
-    /// The connection is established at time zero; the application writes
-    /// from the flow's start time.
-    sender: Sender,
-    receiver: Receiver,
-    access: Pipe<Packet>,
-    acks: Pipe<Ack>,
-    access_delay: Dur,
-    ack_delay: Dur,
     /// The pending `Wake` event's time, if any.
     wake_at: Option<Time>,
     total_bytes: Option<u64>,
     completion: Option<Time>,
     /// When the receiver last got new in-order data.
     last_delivery: Time,
+    access_delay: Dur,
+    ack_delay: Dur,
+    access: Pipe<Packet>,
+    acks: Pipe<Ack>,
+    receiver: Receiver,
     /// RTT samples of ACKs arriving in the measure window.
     rtt_hist: WindowHist,
+    /// The connection is established at time zero; the application writes
+    /// from the flow's start time.
+    sender: Sender,
+    cfg: Flow,
     /// This flow's streams of host-jitter draws (with `Sim::jitter`): its
     /// data leaving the sender, its ACKs (leaving the receiver and taken in
     /// by the sender).
@@ -72,7 +76,14 @@ pub struct Sim {
     flows_interval: u64,
     /// Host jitter (`jitter.rs`), if any.
     jitter: Option<Jitter>,
+    /// Prefetch the next event's state (`crate::prefetch`): only when the
+    /// flows' state is larger than a core's caches, where it pays; below,
+    /// it is instructions for nothing.
+    prefetch: bool,
 }
+
+/// Flows' state above which the event loop prefetches (see `Sim::prefetch`).
+const PREFETCH_MIN_BYTES: usize = 8 << 20;
 
 /// Run a scenario to completion.
 pub fn simulate(sc: &Scenario) -> Result<Output, String> {
@@ -218,7 +229,19 @@ impl Sim {
             last_sample: Time::ZERO,
             flows_interval,
             jitter,
+            prefetch: sc.flows.len() * std::mem::size_of::<FlowState>() > PREFETCH_MIN_BYTES,
         })
+    }
+
+    /// Whether the event loop prefetches the next event's state
+    /// (`crate::prefetch`): decided from the flows' state size; a hint
+    /// that never changes results (tests/determinism.rs runs every
+    /// scenario both ways).
+    pub fn set_prefetch(&mut self, on: bool) {
+        self.prefetch = on;
+    }
+    pub fn prefetching(&self) -> bool {
+        self.prefetch
     }
 
     pub fn run(&mut self) {
@@ -231,7 +254,71 @@ impl Sim {
     pub fn run_until(&mut self, limit: Time) {
         let end = Time(self.scenario.duration_ns).min(limit);
         while let Some((now, ev)) = self.q.pop_until(end) {
+            if self.prefetch {
+                if let Some(next) = self.q.peek_event() {
+                    self.prefetch(next);
+                }
+                self.prefetch_heap(ev);
+            }
             self.dispatch(now, ev);
+        }
+    }
+
+    /// Ask for the state the event `ev` will touch (`crate::prefetch`; a
+    /// hint, no effect on results).
+    #[inline(always)]
+    fn prefetch(&self, ev: Event) {
+        match ev {
+            Event::Access(f) => {
+                if let Some(fl) = self.flows.get(f as usize) {
+                    crate::prefetch::value(&fl.access);
+                }
+            }
+            Event::AckPath(f) | Event::Wake(f) => {
+                if let Some(fl) = self.flows.get(f as usize) {
+                    crate::prefetch::fields(&fl.wake_at, &fl.acks);
+                    fl.receiver.prefetch_deadline();
+                    crate::prefetch::value(&fl.rtt_hist);
+                    fl.sender.prefetch_ack();
+                }
+            }
+            Event::Bottleneck | Event::Propagation => {
+                let pkt = if ev == Event::Bottleneck { self.link.model.in_service() } else { self.link.prop_head() };
+                if let Some(fl) = pkt.and_then(|p| self.flows.get(p.flow as usize)) {
+                    // `receive`: the receiver, the ACK path, `rearm`
+                    crate::prefetch::fields(&fl.wake_at, &fl.receiver);
+                    fl.sender.prefetch_deadline();
+                }
+            }
+            Event::Sample => {}
+        }
+    }
+
+    /// Ask for what the event `ev` about to run reaches through pointers
+    /// (its state itself was asked for when it was next in line): the
+    /// entries its pipes give and take, the segments an ACK delivers.
+    #[inline(always)]
+    fn prefetch_heap(&self, ev: Event) {
+        match ev {
+            Event::Access(f) => {
+                if let Some(fl) = self.flows.get(f as usize) {
+                    fl.access.prefetch_head();
+                }
+            }
+            Event::AckPath(f) => {
+                if let Some(fl) = self.flows.get(f as usize) {
+                    fl.acks.prefetch_head();
+                    fl.sender.prefetch_segs();
+                    fl.access.prefetch_tail();
+                }
+            }
+            Event::Bottleneck | Event::Propagation => {
+                let pkt = if ev == Event::Bottleneck { self.link.model.in_service() } else { self.link.prop_head() };
+                if let Some(fl) = pkt.and_then(|p| self.flows.get(p.flow as usize)) {
+                    fl.acks.prefetch_tail();
+                }
+            }
+            Event::Wake(_) | Event::Sample => {}
         }
     }
 
@@ -376,7 +463,7 @@ impl Sim {
         tx.clear();
         let fl = &mut self.flows[f];
         let s = &mut fl.sender;
-        if now.0 == fl.cfg.start_ns && s.snd_nxt == 0 {
+        if s.snd_nxt == 0 && now.0 == fl.cfg.start_ns {
             // The application starts writing.
             s.try_send(now, &mut tx);
         }

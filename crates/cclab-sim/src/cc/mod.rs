@@ -394,6 +394,11 @@ impl Cc {
     pub fn cong_control(&mut self, conn: &mut Conn, rs: &RateSample) {
         dispatch!(self, c => c.cong_control(conn, rs))
     }
+    /// Prefetch hint: the algorithm's state (`crate::prefetch`).
+    #[inline(always)]
+    pub fn prefetch(&self) {
+        dispatch!(self, c => crate::prefetch::value(c))
+    }
     /// Internal state for the record.
     pub fn snapshot(&self, conn: &Conn) -> Snapshot {
         dispatch!(self, c => c.snapshot(conn))

@@ -121,28 +121,28 @@ pub fn ts_ms(t: Time) -> u32 {
     (t.0 / 1_000_000) as u32
 }
 
+/// Laid out by use (`#[repr(C)]`, see `crate::prefetch`): the timers first
+/// (`next_deadline`, read after every event of the flow), then what every
+/// segment touches, the rare counters last.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct Receiver {
+    /// Delayed-ACK deadline, if armed.
+    pub delack_at: Option<Time>,
+    comp: CompressedAck,
     /// Next in-order segment expected (`rcv_nxt`).
     pub rcv_nxt: u32,
-    /// Out-of-order ranges held [start, end), sorted, disjoint, all > rcv_nxt.
-    ooo: Vec<(u32, u32)>,
-    /// SACK blocks in RFC 2018 recency order.
-    recent: Vec<(u32, u32)>,
     /// `icsk_ack.quick`: immediate ACKs still owed (quick-ack mode).
     quick: u32,
     /// Whether any data arrived yet (`icsk_ack.ato` still zero).
     seen_data: bool,
     /// `ICSK_ACK_NOW` pending.
     ack_now: bool,
-    /// Delayed-ACK deadline, if armed.
-    pub delack_at: Option<Time>,
-    comp: CompressedAck,
+    /// Out-of-order ranges held [start, end), sorted, disjoint, all > rcv_nxt.
+    ooo: Vec<(u32, u32)>,
+    /// SACK blocks in RFC 2018 recency order.
+    recent: Vec<(u32, u32)>,
     ecn: EcnRcv,
-    /// Data segments that arrived CE-marked.
-    pub ce_segments: u64,
-    /// ACKs sent with ECE.
-    pub ece_acks: u64,
     /// Receive memory and the advertised window.
     pub win: RcvWindow,
     /// The receiver's smoothed RTT from the handshake (bounds the compression delay).
@@ -152,6 +152,10 @@ pub struct Receiver {
     pub segments_received: u64,
     /// ACKs sent.
     pub acks_sent: u64,
+    /// Data segments that arrived CE-marked.
+    pub ce_segments: u64,
+    /// ACKs sent with ECE.
+    pub ece_acks: u64,
 }
 
 impl Receiver {
@@ -403,6 +407,12 @@ impl Receiver {
             }
         }
         time_to_ack.then(|| self.send_ack(now))
+    }
+
+    /// Prefetch hint: the timers (`next_deadline`).
+    #[inline(always)]
+    pub fn prefetch_deadline(&self) {
+        crate::prefetch::fields(&self.delack_at, &self.comp);
     }
 
     /// The earliest receiver timer (delayed ACK or compressed SACK).

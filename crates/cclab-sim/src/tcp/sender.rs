@@ -62,7 +62,8 @@ struct Seg {
     delivered_ce: u64,
     /// In flight just after this was sent (BBRv3's `tx.in_flight`).
     in_flight: u32,
-    /// Transmit-ordered list links (absolute segment numbers).
+    /// Transmit-ordered list links (absolute segment numbers; the head's
+    /// `prev` is stale, see `ts_unlink`).
     prev: u32,
     next: u32,
     flags: u8,
@@ -128,65 +129,75 @@ pub struct SenderStats {
     pub rtt_n: u64,
 }
 
+/// The fields are laid out by use (`#[repr(C)]`, see `prefetch`): first
+/// what the simulator's timer bookkeeping reads after every received
+/// segment (`next_deadline`, `started`), then what every ACK and every sent
+/// segment touch, then the algorithm, then the rest — so that with
+/// thousands of flows an event costs a few cache lines, prefetched together.
+#[repr(C)]
 pub struct Sender {
-    pub conn: Conn,
-    pub cc: Cc,
-    pub rtt: RttEstimator,
-    pub stats: SenderStats,
-    mss: u32,
-    header: u32,
-    /// Total segments the application writes (`None`: unlimited).
-    total_segs: Option<u32>,
-    /// Payload bytes of the last segment of a finite flow.
-    last_payload: u32,
+    // ---- read for every segment the receiver gets (`Sim::rearm`) ----
+    /// The retransmit timer: deadline and job.
+    pub xmit_timer: Option<(Time, XmitTimer)>,
+    /// Earliest time the pacer lets the next segment go (`tcp_wstamp_ns`).
+    pub pace_next: Time,
     /// The application stops writing at this time.
     stop_at: Option<Time>,
-    /// No new data after this segment number (set when the app stops).
-    app_end: Option<u32>,
-    rwnd_segs: Option<u32>,
-    /// Right edge of the peer's advertised window (segments, `snd_una + snd_wnd`).
-    wnd_end: u32,
-    /// `tp->rx_opt.ts_recent`: the peer's latest TSval (ms).
-    ts_recent: u32,
     /// The application starts writing at this time.
     app_start: Time,
-    pub snd_una: u32,
+    /// No new data after this segment number (set when the app stops).
+    app_end: Option<u32>,
     pub snd_nxt: u32,
+    /// Whether a send attempt is waiting on the pacer.
+    pub pacing_blocked: bool,
+    // ---- every ACK, every segment sent ----
+    pub conn: Conn,
+    pub rtt: RttEstimator,
+    pub stats: SenderStats,
     segs: VecDeque<Seg>,
     sacked: RangeSet,
     /// Lost and not yet retransmitted, by sequence (the retransmit queue).
     retx: BTreeSet<u32>,
+    rack: Rack,
+    /// Linux `tp->first_tx_mstamp` / `delivered_mstamp` live in conn / here.
+    first_tx: Time,
+    /// (rate, payload, time): the last pacing interval computed.
+    pace_cache: (u64, u32, Dur),
+    /// SACK blocks of the previous ACK (Linux `recv_sack_cache`): a block
+    /// repeated unchanged is already fully tagged and is skipped.
+    sack_cache: [(u32, u32); super::receiver::MAX_SACK_BLOCKS],
+    /// Total segments the application writes (`None`: unlimited).
+    total_segs: Option<u32>,
+    rwnd_segs: Option<u32>,
+    /// TLP outstanding: the snd_nxt when the probe was sent (`tlp_high_seq`).
+    tlp_high_seq: Option<u32>,
+    pub snd_una: u32,
+    /// Right edge of the peer's advertised window (segments, `snd_una + snd_wnd`).
+    wnd_end: u32,
+    /// `tp->rx_opt.ts_recent`: the peer's latest TSval (ms).
+    ts_recent: u32,
     ts_head: u32,
     ts_tail: u32,
-    rack: Rack,
+    mss: u32,
+    header: u32,
+    /// Payload bytes of the last segment of a finite flow.
+    last_payload: u32,
+    /// Max packets_out in the current window (Linux `max_packets_out`, for is_cwnd_limited).
+    max_packets_out: u32,
+    cwnd_limited_seq: u32,
     /// RACK reordering window multiplier (`rack.reo_wnd_steps`).
     high_seq: u32,
     prior_cwnd: u32,
     prr_delivered: u32,
     prr_out: u32,
-    /// Linux `tp->first_tx_mstamp` / `delivered_mstamp` live in conn / here.
-    first_tx: Time,
-    /// TLP outstanding: the snd_nxt when the probe was sent (`tlp_high_seq`).
-    tlp_high_seq: Option<u32>,
-    /// The retransmit timer: deadline and job.
-    pub xmit_timer: Option<(Time, XmitTimer)>,
-    /// Earliest time the pacer lets the next segment go (`tcp_wstamp_ns`).
-    pub pace_next: Time,
-    /// Whether a send attempt is waiting on the pacer.
-    pub pacing_blocked: bool,
-    /// (rate, payload, time): the last pacing interval computed.
-    pace_cache: (u64, u32, Dur),
-    /// Max packets_out in the current window (Linux `max_packets_out`, for is_cwnd_limited).
-    max_packets_out: u32,
-    cwnd_limited_seq: u32,
-    scratch: Vec<(u32, u32)>,
-    /// SACK blocks of the previous ACK (Linux `recv_sack_cache`): a block
-    /// repeated unchanged is already fully tagged and is skipped.
-    sack_cache: [(u32, u32); super::receiver::MAX_SACK_BLOCKS],
     /// ECN negotiated (`TCP_ECN_OK`): the flow's `ecn`.
     ecn_ok: bool,
     /// `TCP_ECN_QUEUE_CWR`: the next new data segment carries CWR.
     queue_cwr: bool,
+    // ---- the algorithm (CUBIC's state is its first ~130 bytes) ----
+    pub cc: Cc,
+    // ---- the rest ----
+    scratch: Vec<(u32, u32)>,
     /// Window reductions entered on ECE (`tcp_enter_cwr`), for tests and the record.
     pub stats_cwr: u64,
     /// The last ACK's rate sample (tests inspect it).
@@ -323,23 +334,31 @@ impl Sender {
         let c = &self.conn;
         c.packets_out - (c.sacked_out + c.lost_out) + c.retrans_out
     }
+    /// Take `seq` out of the transmit-ordered list (if it is in it). The
+    /// head's `prev` is never read: when the head leaves, its successor
+    /// becomes the head without being touched (a cumulative ACK then reads
+    /// only the segments it acknowledges — with thousands of flows the next
+    /// one is a cache miss of its own).
     fn ts_unlink(&mut self, seq: u32) {
         let (p, n) = {
             let s = self.seg(seq);
             (s.prev, s.next)
         };
-        if p == NONE && n == NONE && self.ts_head != seq {
-            return; // not linked
-        }
-        if p != NONE {
-            self.seg_mut(p).next = n;
-        } else {
+        if self.ts_head == seq {
             self.ts_head = n;
-        }
-        if n != NONE {
-            self.seg_mut(n).prev = p;
+            if n == NONE {
+                self.ts_tail = NONE;
+            }
         } else {
-            self.ts_tail = p;
+            if p == NONE {
+                return; // not linked: every other linked segment has a predecessor
+            }
+            self.seg_mut(p).next = n;
+            if n != NONE {
+                self.seg_mut(n).prev = p;
+            } else {
+                self.ts_tail = p;
+            }
         }
         let s = self.seg_mut(seq);
         s.prev = NONE;
@@ -1142,6 +1161,28 @@ impl Sender {
         self.pace_next = self.pace_next.min(now);
         self.try_send(now, out);
         self.xmit_timer = Some((now + self.rtt.rto(), XmitTimer::Rto));
+    }
+
+    /// Prefetch hint: what `next_deadline` and `started` read.
+    #[inline(always)]
+    pub fn prefetch_deadline(&self) {
+        crate::prefetch::fields(&self.xmit_timer, &self.pacing_blocked);
+    }
+
+    /// Prefetch hint: what an ACK or a timer touches (the segments aside).
+    #[inline(always)]
+    pub fn prefetch_ack(&self) {
+        crate::prefetch::fields(&self.xmit_timer, &self.queue_cwr);
+        self.cc.prefetch();
+    }
+
+    /// Prefetch hint: the oldest segments in flight (what an ACK delivers).
+    #[inline(always)]
+    pub fn prefetch_segs(&self) {
+        if let Some(s) = self.segs.front() {
+            let p = s as *const Seg as *const u8;
+            crate::prefetch::range(p, p.wrapping_add(2 * std::mem::size_of::<Seg>()));
+        }
     }
 
     /// The earliest time this sender needs a wake-up.
