@@ -9,8 +9,10 @@
 //! the engine's choice of it reversed.
 //!
 //! The pins were recorded from the binary-heap engine at commit df9d5b4
-//! (before the timer wheel). A change that *means* to change results (a model
-//! fix) re-pins them — run with `CCLAB_PRINT_HASHES=1 -- --nocapture` to
+//! (before the timer wheel); the histograms' (the RTT and sojourn
+//! distributions, which the first hash leaves out) from the wheel engine at
+//! f996aa5. A change that *means* to change results (a model fix) re-pins
+//! them — run with `CCLAB_PRINT_HASHES=1 -- --nocapture` to
 //! print the new values — and says so in its commit message; an engine
 //! refactoring never does.
 mod common;
@@ -84,8 +86,29 @@ fn hash(out: &Output) -> u64 {
     h.0
 }
 
-fn check(name: &str, sc: &Scenario, pinned: u64) {
+/// The per-packet distributions (docs/record.md "Distributions"): every
+/// flow's RTT histogram and the bottleneck's sojourn histogram, bin by bin.
+fn hist_hash(out: &Output) -> u64 {
+    let mut h = Fnv::new();
+    for hist in out.rtt_hists.iter().chain([&out.sojourn_hist]) {
+        for x in [hist.n, hist.sum as u64, (hist.sum >> 64) as u64, hist.min, hist.max] {
+            h.u64(x);
+        }
+        for (b, c) in hist.bins() {
+            h.u64(b as u64);
+            h.u64(c);
+        }
+    }
+    h.0
+}
+
+fn check(name: &str, sc: &Scenario, pinned: u64, pinned_hists: u64) {
     let out = simulate(sc).unwrap();
+    let hists = hist_hash(&out);
+    if std::env::var_os("CCLAB_PRINT_HASHES").is_some() {
+        eprintln!("{name}: histograms 0x{hists:016x}");
+    }
+    assert_eq!(hists, pinned_hists, "{name}: histograms changed: 0x{hists:016x}, pinned 0x{pinned_hists:016x}");
     let got = hash(&out);
     // The same scenario twice in one process gives the same output (no hidden state).
     assert_eq!(hash(&simulate(sc).unwrap()), got, "{name}: two runs differ");
@@ -111,7 +134,7 @@ fn cubic_with_random_loss() {
     let mut sc = dumbbell(100_000_000, vec![flow(0, "cubic", 25)], 1.0, 10);
     sc.link.loss = Loss::Bernoulli { p: 0.01 };
     sc.seed = 11;
-    check("cubic_with_random_loss", &sc, 0x7e4c_f670_3572_eb45);
+    check("cubic_with_random_loss", &sc, 0x7e4c_f670_3572_eb45, 0x82ac_3482_884f_2e05);
 }
 
 #[test]
@@ -119,7 +142,7 @@ fn bbr_and_cubic_share_a_shallow_buffer() {
     let fl = vec![flow(0, "bbr", 25), flow(1, "bbr", 25), flow(2, "cubic", 25), flow(3, "cubic", 25)];
     let mut sc = dumbbell(100_000_000, fl, 0.5, 10);
     sc.seed = 2;
-    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0x0b93_0814_8262_6469);
+    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0x0b93_0814_8262_6469, 0x8ecd_81dd_2ea5_2b96);
 }
 
 #[test]
@@ -139,7 +162,7 @@ fn every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay() {
         Change { at_ns: 8 * S, rate_bps: Some(80_000_000), delay_ns: Some(2 * MS), loss: None },
     ];
     sc.seed = 5;
-    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0x9ec5_6b0c_a83b_ae51);
+    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0x9ec5_6b0c_a83b_ae51, 0x6c92_71ef_d0f6_c461);
 }
 
 #[test]
@@ -162,7 +185,7 @@ fn many_flows_mixed() {
         .collect();
     let mut sc = dumbbell(1_000_000_000, fl, 1.0, 4);
     sc.seed = 9;
-    check("many_flows_mixed", &sc, 0x63eb_0ef2_2c45_3347);
+    check("many_flows_mixed", &sc, 0x63eb_0ef2_2c45_3347, 0x44c4_c234_3d46_bb04);
 }
 
 #[test]
@@ -170,7 +193,7 @@ fn ten_gigabit_with_a_thousand_flows() {
     let fl = (0..1000u32).map(|i| with(flow(i, "cubic", 25), |f| f.start_ns = i as u64 * 100_000)).collect();
     let mut sc = dumbbell(10_000_000_000, fl, 1.0, 1);
     sc.sample_interval_ns = 50 * MS;
-    check("ten_gigabit_with_a_thousand_flows", &sc, 0xf49e_36ac_0d68_0909);
+    check("ten_gigabit_with_a_thousand_flows", &sc, 0xf49e_36ac_0d68_0909, 0x12ad_5a1a_cfa2_34ae);
 }
 
 #[test]
@@ -190,7 +213,7 @@ fn a_trace_link() {
     let mut sc = dumbbell(20_000_000, fl, 1.0, 8);
     sc.link.capacity = Capacity::Trace { path: "lcg.trace".into(), opportunities_ns: ops, period_ns: S, bytes_per_opportunity: 1500 };
     sc.link.buffer = Buffer { bytes: None, packets: Some(120) };
-    check("a_trace_link", &sc, 0xf029_69e3_5572_9604);
+    check("a_trace_link", &sc, 0xf029_69e3_5572_9604, 0xe5f9_6d5b_3c1c_89e7);
 }
 
 /// `n` flows, two of three ECN-capable, RTTs 30 ms + 10 ms each, 50 ms apart.
@@ -211,7 +234,7 @@ fn fq_codel_with_ecn() {
         memory_limit_bytes: 32 << 20,
         drop_batch: 64,
     });
-    check("fq_codel_ecn", &fq, 0x9869_7712_9ca9_2a71);
+    check("fq_codel_ecn", &fq, 0x9869_7712_9ca9_2a71, 0x103d_22c0_ee2b_482a);
 }
 
 #[test]
@@ -228,7 +251,7 @@ fn red_with_ecn() {
         ecn: true,
         harddrop: false,
     });
-    check("red_ecn", &red, 0x6a75_c8ba_557e_519c);
+    check("red_ecn", &red, 0x6a75_c8ba_557e_519c, 0xdd1a_aae1_2406_5a8f);
 }
 
 #[test]
@@ -244,7 +267,7 @@ fn pie_with_ecn() {
         ecn: true,
         bytemode: false,
     });
-    check("pie_ecn", &pie, 0xd23b_08ec_c375_3027);
+    check("pie_ecn", &pie, 0xd23b_08ec_c375_3027, 0x0e75_9732_e0d4_8a8e);
 }
 
 #[test]
@@ -258,5 +281,5 @@ fn dctcp_and_bbr3_under_step_marking() {
     let mut step = dumbbell(1_000_000_000, fl, 8.0, 2);
     step.sample_interval_ns = MS;
     step.link.qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(20), ecn: true });
-    check("step_dctcp", &step, 0x05bc_b52b_a0e9_3efe);
+    check("step_dctcp", &step, 0x05bc_b52b_a0e9_3efe, 0x62a3_8690_2c83_3de8);
 }
