@@ -40,7 +40,7 @@ def test_aqm_drops_and_ce_marks_are_separate_columns_and_in_the_summary(tmp_path
     assert 0 < agg["mark_rate"] < 1
     assert set(agg["drops"]) == {"overflow", "random", "aqm"}
     # the IR says what ran
-    assert run.ir["link"]["qdisc"]["kind"] == "fq_codel" and run.ir["link"]["qdisc"]["ecn"] is True
+    assert run.ir["links"][0]["qdisc"]["kind"] == "fq_codel" and run.ir["links"][0]["qdisc"]["ecn"] is True
     assert [f["ecn"] for f in run.ir["flows"]] == [True, True, False]
 
 
@@ -95,7 +95,7 @@ def test_a_scenario_file_with_the_old_aqm_field_still_runs(tmp_path):
     sc = load_scenario(path)
     assert sc.link.qdisc == "droptail"
     run = cclab.load(cclab.run_to_dir(sc, tmp_path / "o"))
-    assert run.ir["link"]["qdisc"] == {"kind": "droptail"}
+    assert run.ir["links"][0]["qdisc"] == {"kind": "droptail"}
 
 
 def _dctcp(qdisc, ecn=True, duration="3s"):
@@ -111,9 +111,9 @@ def test_step_marking_resolves_k_in_packets_or_bytes_and_needs_it():
     from cclab.resolve import resolve
 
     ir = resolve(_dctcp({"name": "step", "k": "20pkts"}))
-    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": None, "k_packets": 20, "ecn": True}
+    assert ir["links"][0]["qdisc"] == {"kind": "step", "k_bytes": None, "k_packets": 20, "ecn": True}
     ir = resolve(_dctcp({"name": "step", "k": "30KB", "ecn": False}))
-    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": 30000, "k_packets": None, "ecn": False}
+    assert ir["links"][0]["qdisc"] == {"kind": "step", "k_bytes": 30000, "k_packets": None, "ecn": False}
     with pytest.raises(ScenarioError, match=r"link.qdisc.k: .*needs its threshold k"):
         resolve(_dctcp("step"))
     with pytest.raises(ScenarioError, match=r"k"):

@@ -72,9 +72,27 @@ def safe(text: Any) -> str:
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the known bad-input exceptions into :func:`fail`."""
+    """Turn the known bad-input exceptions into :func:`fail`, and print scenario warnings
+    (:class:`cclab.errors.ScenarioWarning`) as one ``warning:`` line each."""
+    import warnings
+
+    from cclab.errors import ScenarioWarning
+
+    shown: set[str] = set()
     try:
-        yield
+        with warnings.catch_warnings():
+            original = warnings.showwarning
+
+            def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+                if not issubclass(category, ScenarioWarning):
+                    original(message, category, *args, **kwargs)
+                elif str(message) not in shown:
+                    shown.add(str(message))
+                    err_console.print(f"[bold yellow]warning:[/bold yellow] {safe(str(message))}", soft_wrap=True)
+
+            warnings.showwarning = show
+            warnings.simplefilter("always", ScenarioWarning)
+            yield
     except USER_ERRORS as exc:
         if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.strerror:
             where = f"{exc.filename}: " if exc.filename else ""
@@ -279,16 +297,8 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
 
     with user_errors():
         _sc, _text, ir = api.prepare(file)
-    link = ir["link"]
-    cap = link["capacity"]
-    rate = cap.get("rate_bps")
-    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {safe(Path(cap.get('path', '')).name)}"
-    buf = link["buffer"]
-    min_rtt = min(f["rtt_ns"] for f in ir["flows"])
-    buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
-                                       f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
-    if buf.get("bytes") and rate:
-        buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
+    from cclab.resolve import link_field
+
     m = ir["measure"]
     console.print(f"[green]ok[/green] {safe(file)}: [bold]{safe(ir['name'])}[/bold] (IR hash {ir_hash(ir)[:8]})",
                   soft_wrap=True)
@@ -296,12 +306,25 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
         f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
         f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}"
     )
-    loss = link["loss"]
-    loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
-    console.print(
-        f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
-        f"qdisc {_qdisc_text(link)}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else "")
-    )
+    for link in ir["links"]:
+        cap = link["capacity"]
+        rate = cap.get("rate_bps")
+        capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {safe(Path(cap.get('path', '')).name)}"
+        buf = link["buffer"]
+        crossing = [f["rtt_ns"] for f in ir["flows"] if link["name"] in f["path"] or link["name"] in f["ack_path"]]
+        min_rtt = min(crossing or [f["rtt_ns"] for f in ir["flows"]])
+        buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
+                                           f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
+        if buf.get("bytes") and rate:
+            buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
+        loss = link["loss"]
+        loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
+        field = link_field(ir, link)
+        where = "" if field == "link" else f" {safe(link['from'])} → {safe(link['to'])}"
+        console.print(
+            f"  {safe(field)}{where}: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, "
+            f"loss {loss_text}, qdisc {_qdisc_text(link)}"
+            + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else ""), soft_wrap=True)
     from cclab import limits
 
     est = limits.estimate(ir)
@@ -309,12 +332,14 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
     console.print(f"  estimate: {est.summary()}" + (" [bold yellow](above the limits: cclab run refuses it without "
                                                       "--allow-large)[/bold yellow]" if over else ""), soft_wrap=True)
     t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
-    for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes"):
+    topology = len(ir["links"]) > 1 or any(f["ack_path"] for f in ir["flows"])
+    for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes") + (("path", "ack path") if topology else ()):
         t.add_column(col)
     for f in ir["flows"]:
         params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (f.get("cca_params") or {}).items())
+        paths = (safe(" → ".join(f["path"])), safe(" → ".join(f["ack_path"])) or "–") if topology else ()
         t.add_row(str(f["id"]), str(f["group"]), f["cca"], params or "–", _fmt_ns(f["rtt_ns"]), _fmt_ns(f["start_ns"], "s"),
-                  _fmt_ns(f.get("stop_ns"), "s"), str(f["bytes"]) if f.get("bytes") else "–")  # fmt: skip
+                  _fmt_ns(f.get("stop_ns"), "s"), str(f["bytes"]) if f.get("bytes") else "–", *paths)  # fmt: skip
     console.print(t)
 
 

@@ -194,7 +194,7 @@ def figure_timeseries(
     if len(link):
         t = link["time_s"].to_numpy()
         ax_q.plot(t, link["queue_bytes"].to_numpy() / 1e3, color="0.25", lw=1.0, label="queue (KB)")
-        buf = (ir.get("link") or {}).get("buffer") or {}
+        buf = (ir.get("links") or [{}])[0].get("buffer") or {}
         if buf.get("bytes"):
             ax_q.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer")
         ax_qd = ax_q.twinx()

@@ -177,11 +177,14 @@ def _run_body(t: Target, figures_dir: str | Path | None) -> list[str]:
 
 
 def _short_ir(ir: dict[str, Any]) -> dict[str, Any]:
-    cap = ir.get("link", {}).get("capacity", {})
-    if "opportunities_ns" in cap:  # a trace: thousands of numbers
-        n = len(cap["opportunities_ns"])
-        ir = {**ir, "link": {**ir["link"], "capacity": {**cap, "opportunities_ns": f"[{n} delivery opportunities]"}}}
-    return ir
+    def short(link: dict[str, Any]) -> dict[str, Any]:
+        cap = link.get("capacity", {})
+        if "opportunities_ns" in cap:  # a trace: thousands of numbers
+            n = len(cap["opportunities_ns"])
+            return {**link, "capacity": {**cap, "opportunities_ns": f"[{n} delivery opportunities]"}}
+        return link
+
+    return {**ir, "links": [short(link) for link in ir.get("links", [])]}
 
 
 def _kv_table(title: str, d: dict[str, Any]) -> str:

@@ -18,7 +18,9 @@ pub struct Ir {
     pub sample_interval_ns: u64,
     pub mss: u32,
     pub header_bytes: u32,
-    pub link: Link,
+    /// The topology's links (IR v4); the emulator runs one (`check` in
+    /// python/cclab/kernel/backend.py refuses more before anything starts).
+    pub links: Vec<Link>,
     pub flows: Vec<Flow>,
 }
 
@@ -46,8 +48,19 @@ pub struct Flow {
 }
 
 impl Ir {
+    /// The emulated link.
+    pub fn link(&self) -> &Link {
+        &self.links[0]
+    }
+
     pub fn from_json(text: &str) -> Result<Ir, String> {
         let ir: Ir = serde_json::from_str(text).map_err(|e| format!("resolved IR: {e}"))?;
+        if ir.links.len() != 1 {
+            return Err(format!(
+                "resolved IR: {} links; the emulator runs exactly one",
+                ir.links.len()
+            ));
+        }
         if ir.sample_interval_ns == 0 {
             return Err("resolved IR: sample_interval_ns must be > 0".into());
         }
@@ -121,19 +134,19 @@ mod tests {
         let text = r#"{"ir_version":3,"name":"x","duration_ns":1000000000,"seed":1,
           "sample_interval_ns":10000000,"measure":{"from_ns":0,"to_ns":1000000000},
           "mss":1448,"header_bytes":52,
-          "link":{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+          "links":[{"name":"link","from":"left","to":"right","capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
                   "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
-                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"}},
+                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"}}],
           "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
                     "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null,"ecn":false}]}"#;
         let ir = Ir::from_json(text).unwrap();
         assert_eq!(
-            ir.link.capacity,
+            ir.link().capacity,
             Capacity::Constant {
                 rate_bps: 80_000_000
             }
         );
-        assert_eq!(ir.link.schedule[0].rate_bps, Some(1));
+        assert_eq!(ir.link().schedule[0].rate_bps, Some(1));
         assert_eq!(ir.flows[0].cca, "cubic");
         // the old free-form `aqm` string is not a link field any more
         assert!(Ir::from_json(

@@ -101,7 +101,7 @@ const CHUNK: usize = 64 * 1024;
 /// at least 256 KiB, keeps the sender ahead of the link while bounding
 /// what is still sent after a stop to a few ms of capacity.
 pub fn notsent_lowat(ir: &Ir) -> u32 {
-    let rate = match &ir.link.capacity {
+    let rate = match &ir.link().capacity {
         config::Capacity::Constant { rate_bps } => *rate_bps,
         config::Capacity::Trace {
             opportunities_ns,
@@ -114,7 +114,7 @@ pub fn notsent_lowat(ir: &Ir) -> u32 {
         }
     };
     let max_rate = ir
-        .link
+        .link()
         .schedule
         .iter()
         .filter_map(|c| c.rate_bps)

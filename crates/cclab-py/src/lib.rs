@@ -44,7 +44,7 @@ fn simulate(py: Python<'_>, ir_json: &str) -> PyResult<PyObject> {
     flows.set_item("active", active.into_pyarray_bound(py).call_method1("astype", (np.getattr("bool_")?,))?)?;
     let link = PyDict::new_bound(py);
     let l = &mut out.link;
-    put!(py, link, l, time_ns, queue_bytes, queue_packets, sojourn_sum_ns, departed_packets, egress_bytes,
+    put!(py, link, l, time_ns, link_id, queue_bytes, queue_packets, sojourn_sum_ns, departed_packets, egress_bytes,
         arrival_bytes, drops_overflow, drops_random, drops_aqm, marks_ce, capacity_bps, delay_ns);
     d.set_item("flows", flows)?;
     d.set_item("link", link)?;

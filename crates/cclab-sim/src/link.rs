@@ -1,15 +1,22 @@
-//! The simulator's side of the bottleneck: the link model of cclab-netmodel
+//! The simulator's side of a link: the link model of cclab-netmodel
 //! (loss → queue discipline → serialization → propagation delay, the same
 //! code the kernel backend's emulator runs) driven from the event queue,
-//! and the propagation line that carries departed packets to their
-//! receivers.
+//! and the propagation line that carries departed packets to the link's far
+//! end (the next link of their path, their receiver, or — for an ACK — their
+//! sender; `sim.rs` routes them).
 //!
-//! Only the head of each line has an event in the queue: one `Bottleneck`
-//! event for the link's next action (a serialization ending, a trace
-//! delivery opportunity, the end of an outage) and one `Propagation` event
-//! for the first packet on its way to a receiver. An arrival first lets the
-//! link finish what is due at the same instant, so a packet arriving as
-//! another leaves sees the queue after the departure (as the emulator does).
+//! Only the head of each line has an event in the queue: one
+//! `Bottleneck(k)` event for link k's next action (a serialization ending, a
+//! trace delivery opportunity, the end of an outage) and one
+//! `Propagation(k)` event for the first packet on its way to the far end.
+//! An arrival first lets the link finish what is due at the same instant,
+//! so a packet arriving as another leaves sees the queue after the
+//! departure (as the emulator does).
+//!
+//! Data and ACKs share a link's queue when a flow's `ack_path` crosses it:
+//! an ACK is a packet whose `flow` carries [`ACK_FLAG`] (so FQ-CoDel hashes
+//! a flow's ACKs apart from its data, as Linux's 5-tuple hash does) and
+//! whose payload indexes the ACK it carries.
 
 use crate::event::{Event, EventQueue};
 use crate::pipe::Pipe;
@@ -44,13 +51,40 @@ impl Seg {
     }
 }
 
-/// A data packet on the wire (`len` = payload + headers, `ect`/`ce` its ECN
-/// field).
+/// A packet on the wire (`len` = payload + headers, `ect`/`ce` its ECN
+/// field): a data segment, or an ACK when `flow` has [`ACK_FLAG`].
 pub type Packet = cclab_netmodel::Packet<Seg>;
+
+/// Set in `Packet::flow` of an ACK (the flow id is in the low bits; its
+/// `data.seq` indexes the simulator's store of ACKs in flight on links).
+pub const ACK_FLAG: u32 = 1 << 31;
+
+/// The simulator's own count of what entered and left a link, data
+/// (index 0) and ACKs (index 1) apart: the end-of-run counters and the
+/// conservation property tests read these beside the model's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Packets handed to the link.
+    pub arrived: [u64; 2],
+    /// Packets that finished serialization (onto the propagation line).
+    pub departed: [u64; 2],
+    /// Packets the link dropped (random loss, full buffer, AQM).
+    pub dropped: [u64; 2],
+    /// Packets that reached the far end of the propagation line.
+    pub exited: [u64; 2],
+}
+
+#[inline(always)]
+fn kind(pkt: &Packet) -> usize {
+    (pkt.flow >> 31) as usize
+}
 
 pub struct SimLink {
     pub model: Bottleneck<Seg>,
-    prop: Pipe<Packet>,
+    /// The propagation line: departed packets on their way to the far end.
+    pub prop: Pipe<Packet>,
+    /// This link's index in the topology (carried by its events).
+    index: u32,
     /// The time of the `Bottleneck` event that is current (older ones are
     /// stale); `u64::MAX`: none.
     event_at: u64,
@@ -58,6 +92,7 @@ pub struct SimLink {
     pub flow_egress_bytes: Vec<u64>,
     /// Dropped packets with their cause, when recording (tests).
     pub drop_log: Option<Vec<(Packet, DropCause)>>,
+    pub tally: Tally,
 }
 
 /// Routes the model's output: departures onto the propagation line (or
@@ -69,23 +104,29 @@ struct Route<'a> {
     rx: &'a mut Vec<Packet>,
     egress: &'a mut [u64],
     drop_log: &'a mut Option<Vec<(Packet, DropCause)>>,
+    tally: &'a mut Tally,
+    index: u32,
 }
 
 impl Sink<Seg> for Route<'_> {
     #[inline(always)]
     fn depart(&mut self, pkt: Packet, _at: u64, exit: u64) {
+        // (an ACK's flow index, with ACK_FLAG, is beyond the table)
         if let Some(b) = self.egress.get_mut(pkt.flow as usize) {
             *b += pkt.len as u64;
         }
+        self.tally.departed[kind(&pkt)] += 1;
         if exit == self.now.0 && self.prop.is_empty() {
-            // zero propagation delay: at its receiver now
+            // zero propagation delay: at the far end now
+            self.tally.exited[kind(&pkt)] += 1;
             self.rx.push(pkt);
         } else if self.prop.push(Time(exit), pkt) {
-            self.q.push(self.prop.head_time().unwrap(), Event::Propagation);
+            self.q.push(self.prop.head_time().unwrap(), Event::Propagation(self.index));
         }
     }
     #[inline]
     fn drop(&mut self, pkt: Packet, cause: DropCause) {
+        self.tally.dropped[kind(&pkt)] += 1;
         if let Some(log) = self.drop_log.as_mut() {
             log.push((pkt, cause));
         }
@@ -93,43 +134,51 @@ impl Sink<Seg> for Route<'_> {
 }
 
 impl SimLink {
-    pub fn new(link: &Link, seed: u64, n_flows: usize) -> Result<SimLink, String> {
+    /// Link `index` of the topology (its events carry the index), with the
+    /// random streams of `seed` (the caller derives it:
+    /// `cclab_netmodel::ir::link_seed`), counting egress bytes per flow for
+    /// `n_flows` flows.
+    pub fn new(index: u32, link: &Link, seed: u64, n_flows: usize) -> Result<SimLink, String> {
         Ok(SimLink {
             model: Bottleneck::new(link.params(seed, 0, 0)?),
             prop: Pipe::default(),
+            index,
             event_at: u64::MAX,
             flow_egress_bytes: vec![0; n_flows],
             drop_log: None,
+            tally: Tally::default(),
         })
     }
 
-    /// A packet reaches the bottleneck. Packets that reach their receiver
-    /// at once (zero propagation delay) are appended to `rx`.
+    /// A packet reaches the link. Packets that reach the far end at once
+    /// (zero propagation delay) are appended to `rx`.
     #[inline]
     pub fn arrive(&mut self, now: Time, pkt: Packet, q: &mut EventQueue, rx: &mut Vec<Packet>) {
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        self.tally.arrived[kind(&pkt)] += 1;
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index };
         self.model.arrive(now.0, pkt, &mut r);
         self.resched(q);
     }
 
-    /// The `Bottleneck` event fired.
+    /// The link's `Bottleneck` event fired.
     pub fn on_bottleneck(&mut self, now: Time, q: &mut EventQueue, rx: &mut Vec<Packet>) {
         if self.event_at != now.0 {
             return; // superseded: the link already did what was due
         }
         self.event_at = u64::MAX;
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log };
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index };
         self.model.advance(now.0, &mut r);
         self.resched(q);
     }
 
-    /// The `Propagation` event fired: packets due at their receivers.
+    /// The link's `Propagation` event fired: packets due at the far end.
     pub fn on_propagation(&mut self, now: Time, q: &mut EventQueue, rx: &mut Vec<Packet>) {
         while let Some(pkt) = self.prop.pop_due(now) {
+            self.tally.exited[kind(&pkt)] += 1;
             rx.push(pkt);
         }
         if let Some(t) = self.prop.head_time() {
-            q.push(t, Event::Propagation);
+            q.push(t, Event::Propagation(self.index));
         }
     }
 
@@ -139,14 +188,27 @@ impl SimLink {
         let next = self.model.next_event_ns();
         if next != self.event_at {
             if next != u64::MAX {
-                q.push(Time(next), Event::Bottleneck);
+                q.push(Time(next), Event::Bottleneck(self.index));
             }
             self.event_at = next;
         }
     }
 
-    /// Packets between the bottleneck and the receivers.
+    /// Packets on the propagation line (between the link and its far end).
     pub fn in_flight(&self) -> u64 {
         self.prop.len() as u64
+    }
+
+    /// Data packets (`ack` false) or ACKs (true) waiting, held or in service
+    /// at the link, by the simulator's own count.
+    pub fn held(&self, ack: bool) -> u64 {
+        let (t, k) = (&self.tally, ack as usize);
+        t.arrived[k] - t.departed[k] - t.dropped[k]
+    }
+
+    /// Data packets or ACKs on the propagation line, by the simulator's own count.
+    pub fn propagating(&self, ack: bool) -> u64 {
+        let (t, k) = (&self.tally, ack as usize);
+        t.departed[k] - t.exited[k]
     }
 }

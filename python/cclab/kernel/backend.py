@@ -118,7 +118,8 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
     n = len(ir["flows"])
     if n > machine.MAX_FLOWS:
         raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")
-    link = ir["link"]
+    _check_topology(ir)
+    link = ir["links"][0]
     packet = int(ir["mss"]) + int(ir["header_bytes"])
     if packet > 65535 or packet < 576:
         raise ScenarioError("mss", ir["mss"], f"packets of {packet} bytes cannot be emulated", "mss + headers must be between 576 and 65535 bytes")
@@ -161,6 +162,26 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
         raise ScenarioError("backend", "kernel", "/dev/net/tun is not available", "load the tun module, or use --backend sim")
     if machine.link_command() is None:
         raise ScenarioError("backend", "kernel", "the cclab-link emulator binary was not found", machine.build_hint())
+
+
+def _check_topology(ir: Mapping[str, Any]) -> None:
+    """What of a topology the kernel backend runs: one link, ACKs on the uncongested return,
+    Linux's receiver and SACK. Anything else is refused here, naming the element."""
+    links = ir["links"]
+    if len(links) > 1:
+        names = ", ".join(str(link["name"]) for link in links)
+        raise ScenarioError(f"links.{links[1]['name']}", names, f"the kernel backend emulates one link, this scenario has "
+                            f"{len(links)} ({names})", "use --backend sim for multi-link topologies")
+    for f in ir["flows"]:
+        if f.get("ack_path"):
+            raise ScenarioError(f"flows[{_group(f)}].ack_path", f["ack_path"], "ACKs over links are not emulated by the "
+                                "kernel backend yet", "leave ack_path out (an uncongested return), or use --backend sim")
+        if int(f.get("ack_every", 2)) != 2:
+            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], "the kernel backend runs Linux's own "
+                                "delayed ACKs only yet", "leave ack_every and delayed_ack out, or use --backend sim")
+        if not f.get("sack", True):
+            raise ScenarioError(f"flows[{_group(f)}].sack", False, "the kernel backend runs with SACK only yet",
+                                "leave sack out, or use --backend sim")
 
 
 # ---------------------------------------------------------------------------
@@ -568,7 +589,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
     busy_ns = _link_raw(link_csv, times, cols=("busy_ns",))["busy_ns"]
     # constant-rate links only: on a trace, opportunities a short queue cannot
     # fill are lost by definition (docs/ir.md)
-    cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["link"]["capacity"]["kind"] == "constant" else None
+    cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["links"][0]["capacity"]["kind"] == "constant" else None
     reasons = _self_check(emu, dev_stats, cap_stats)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])

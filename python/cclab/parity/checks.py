@@ -129,7 +129,7 @@ def _startup_exit(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, 
 
 
 def _time_to_90(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
-    step = next((ch for ch in run.ir["link"].get("schedule") or [] if ch.get("rate_bps") is not None), None)
+    step = next((ch for ch in run.ir["links"][0].get("schedule") or [] if ch.get("rate_bps") is not None), None)
     if step is None:
         raise ValueError("time_to_90 needs a scenario with a scheduled rate change")
     return {"time to 90 %": M.time_to_rate(run.flows, step["at_ns"] / 1e9, float(step["rate_bps"]), fraction=0.9)}

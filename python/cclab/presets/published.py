@@ -153,7 +153,7 @@ def run_metric(run, metric: str) -> float:
         period, _, _ = dominant_period(shares[cca].to_numpy(), SHARE_BIN_S, SHARE_BIN_S)
         return period
     if metric in ("step.up_s", "step.down_s"):
-        link = run.ir["link"]
+        link = run.ir["links"][0]
         rate = link["capacity"].get("rate_bps")
         changes = [c for c in link.get("schedule", []) if c.get("rate_bps") is not None]
         up = metric == "step.up_s"
