@@ -385,6 +385,14 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "more than the 4 GiB a socket buffer can be",
                             "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
+    from .jitter import jitter_table
+
+    jitter = jitter_table(scenario.host.jitter, "host.jitter")
+    if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
+        raise ScenarioError("host.jitter", scenario.host.jitter, "host jitter is modelled on one-link topologies with "
+                            "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
+    if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
+        host["jitter_ns"] = jitter
     return {
         "ir_version": IR_VERSION,
         "name": scenario.name,

@@ -40,6 +40,9 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     rwnd = "4MB"                     # optional, receive-window limit
     ecn = false                      # default false; true: ECN (RFC 3168; required by cca = "dctcp")
 
+    [host]                           # optional
+    jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
+
 The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
 converts them into the integer IR. Each field is checked here on its own
 (units, signs, names); checks that relate fields (start before the end of the
@@ -78,6 +81,7 @@ __all__ = [
     "Qdisc",
     "Cca",
     "FlowGroup",
+    "Host",
     "known_algorithms",
     "load_scenario",
     "scenario_from_dict",
@@ -646,6 +650,22 @@ class Measure(_Model):
     to: PositiveDuration | None = None
 
 
+class Host(_Model):
+    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`)."""
+
+    _where: ClassVar[str] = "host"
+
+    jitter: dict[str, Any] | None = None
+
+    @field_validator("jitter", mode="before")
+    @classmethod
+    def _jitter(cls, value: Any) -> Any:
+        from .jitter import jitter_table
+
+        jitter_table(value, "")  # every check, one line each
+        return value
+
+
 class Scenario(_Model):
     """One experiment: a bottleneck link (``link``) or named links (``links``), and the flows crossing them.
 
@@ -665,6 +685,7 @@ class Scenario(_Model):
     link: Link | None = None
     links: dict[str, NamedLink] | None = None
     flows: list[FlowGroup]
+    host: Host = Field(default_factory=Host)
 
     _base_dir: Path | None = PrivateAttr(default=None)
 
@@ -758,6 +779,8 @@ class Scenario(_Model):
             q = table.get("qdisc")
             if isinstance(q, dict):
                 table["qdisc"] = {"name": q["name"], **q["params"]} if q["params"] else q["name"]
+        if not data.get("host"):
+            data.pop("host", None)
         for group in data["flows"]:
             if isinstance(group["cca"], dict):
                 group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}

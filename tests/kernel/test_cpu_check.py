@@ -35,3 +35,9 @@ def test_unrelated_load_does_not_invalidate_a_run():
     assert meta["kernel"]["cpu_busy_fraction"] >= 0.9  # the machine was busy …
     assert wake["count"] > 1000
     assert not [r for r in meta["invalid_reasons"] if "CPU" in r]  # … the emulator was not starved
+    # the whole lateness distributions are kept (docs/kernel.md, provenance): one count per packet written
+    emu = meta["emulator"]
+    for direction, written in (("data", "data_out"), ("ack", "ack_out")):
+        hist = emu[f"lateness_hist_ns_{direction}"]
+        assert sum(n for _, n in hist) == emu[f"lateness_ns_{direction}"]["count"] == emu["counters"][written] > 0
+        assert [e for e, _ in hist] == sorted(e for e, _ in hist)

@@ -482,6 +482,9 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
         "lateness_ns_data": q(&data.lateness),
         "lateness_ns_ack": q(&ack.lateness),
         "wakeup_lateness_ns": q(&wake),
+        // the whole distributions, [upper bucket edge ns, count] (1 µs buckets)
+        "lateness_hist_ns_data": data.lateness.histogram(),
+        "lateness_hist_ns_ack": ack.lateness.histogram(),
         "counters": {
             "data_in": c.data_in, "data_out": c.data_out, "ack_in": ack.counters.ack_in, "ack_out": ack.counters.ack_out,
             "arrival_packets": c.arrival_packets, "departed_packets": c.departed_packets,

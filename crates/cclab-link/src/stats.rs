@@ -56,6 +56,18 @@ impl Lateness {
         }
     }
 
+    /// The non-empty buckets as (upper edge ns, count), ascending; the last
+    /// (overflow) bucket's edge is the maximum. The whole distribution, for
+    /// whoever needs more than the quantiles (docs/kernel.md, provenance).
+    pub fn histogram(&self) -> Vec<(u64, u64)> {
+        self.buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(i, &n)| (if i == N_BUCKETS { self.max_ns } else { (i as u64 + 1) * BUCKET_NS }, n))
+            .collect()
+    }
+
     /// Upper edge of the bucket holding quantile `q` (0..1), in ns.
     pub fn quantile_ns(&self, q: f64) -> u64 {
         if self.count == 0 {
@@ -93,5 +105,10 @@ mod tests {
         assert_eq!(l.max_ns(), 999_000);
         l.record(10_000_000_000);
         assert_eq!(l.quantile_ns(1.0), 10_000_000_000);
+        let h = l.histogram();
+        assert_eq!(h.len(), 1001);
+        assert_eq!(h[0], (1000, 1));
+        assert_eq!(h[1000], (10_000_000_000, 1));
+        assert_eq!(h.iter().map(|b| b.1).sum::<u64>(), l.count());
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod cc;
 pub mod event;
+pub mod jitter;
 pub mod link;
 pub mod pipe;
 pub mod rng;

@@ -19,7 +19,9 @@
 //! whose payload indexes the ACK it carries.
 
 use crate::event::{Event, EventQueue};
+use crate::jitter::Jitter;
 use crate::pipe::Pipe;
+use crate::rng::Rng;
 use crate::scenario::Link;
 use crate::time::Time;
 use cclab_netmodel::{Bottleneck, DropCause, Sink};
@@ -93,6 +95,11 @@ pub struct SimLink {
     /// Dropped packets with their cause, when recording (tests).
     pub drop_log: Option<Vec<(Packet, DropCause)>>,
     pub tally: Tally,
+    /// The receiving hosts' jitter (`jitter.rs`) and its stream: added to
+    /// each departure's arrival at its receiver, FIFO kept (the receivers
+    /// take packets in from one line, as the emulator's data thread writes
+    /// them into one device).
+    host_jitter: Option<(Jitter, Rng)>,
 }
 
 /// Routes the model's output: departures onto the propagation line (or
@@ -106,6 +113,7 @@ struct Route<'a> {
     drop_log: &'a mut Option<Vec<(Packet, DropCause)>>,
     tally: &'a mut Tally,
     index: u32,
+    jitter: &'a mut Option<(Jitter, Rng)>,
 }
 
 impl Sink<Seg> for Route<'_> {
@@ -116,6 +124,10 @@ impl Sink<Seg> for Route<'_> {
             *b += pkt.len as u64;
         }
         self.tally.departed[kind(&pkt)] += 1;
+        let exit = match self.jitter {
+            Some((j, rng)) => exit + j.sample(rng),
+            None => exit,
+        };
         if exit == self.now.0 && self.prop.is_empty() {
             // zero propagation delay: at the far end now
             self.tally.exited[kind(&pkt)] += 1;
@@ -147,7 +159,14 @@ impl SimLink {
             flow_egress_bytes: vec![0; n_flows],
             drop_log: None,
             tally: Tally::default(),
+            host_jitter: None,
         })
+    }
+
+    /// Delay each departure's arrival at the far end by host jitter (the
+    /// receivers' line of a one-link topology).
+    pub fn set_host_jitter(&mut self, jitter: Jitter, rng: Rng) {
+        self.host_jitter = Some((jitter, rng));
     }
 
     /// A packet reaches the link. Packets that reach the far end at once
@@ -155,7 +174,7 @@ impl SimLink {
     #[inline]
     pub fn arrive(&mut self, now: Time, pkt: Packet, q: &mut EventQueue, rx: &mut Vec<Packet>) {
         self.tally.arrived[kind(&pkt)] += 1;
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index };
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index, jitter: &mut self.host_jitter };
         self.model.arrive(now.0, pkt, &mut r);
         self.resched(q);
     }
@@ -166,7 +185,7 @@ impl SimLink {
             return; // superseded: the link already did what was due
         }
         self.event_at = u64::MAX;
-        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index };
+        let mut r = Route { now, prop: &mut self.prop, q, rx, egress: &mut self.flow_egress_bytes, drop_log: &mut self.drop_log, tally: &mut self.tally, index: self.index, jitter: &mut self.host_jitter };
         self.model.advance(now.0, &mut r);
         self.resched(q);
     }

@@ -44,6 +44,12 @@ pub struct Host {
     /// Receive memory one full segment costs (`skb->truesize`), a property of
     /// the receiving device: 2304 for the kernel backend's TUN device.
     pub rcv_truesize: u32,
+    /// Host timing jitter (`jitter.rs`): quantiles of the extra time a host
+    /// takes to take in or put out a packet, at probabilities i / (n − 1),
+    /// in ns. Optional (absent or empty: none), so scenarios without jitter
+    /// keep their IR and its hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jitter_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

@@ -12,10 +12,11 @@
 
 use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue};
+use crate::jitter::Jitter;
 use crate::link::{Packet, Seg, SimLink, ACK_FLAG};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
-use crate::rng::mix;
+use crate::rng::{mix, Rng};
 use crate::scenario::{Flow, Scenario, IR_VERSION};
 use cclab_netmodel::ir::{link_seed, split_extra_delay};
 use crate::tcp::rcvwnd::RcvConfig;
@@ -26,6 +27,11 @@ use crate::time::{Dur, Time};
 /// RNG stream labels (so streams never collide): the link's loss and qdisc
 /// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
 const STREAM_CC: u64 = 1 << 32;
+/// Host jitter (`jitter.rs`): the receivers' line, then per flow its data
+/// leaving the sender and its ACKs.
+const STREAM_JITTER_DATA: u64 = 3;
+const STREAM_JITTER_ACK: u64 = 2 << 32;
+const STREAM_JITTER_TX: u64 = 3 << 32;
 
 struct FlowState {
     cfg: Flow,
@@ -44,6 +50,11 @@ struct FlowState {
     wake_at: Option<Time>,
     total_bytes: Option<u64>,
     completion: Option<Time>,
+    /// This flow's streams of host-jitter draws (with `Sim::jitter`): its
+    /// data leaving the sender, its ACKs (leaving the receiver and taken in
+    /// by the sender).
+    tx_jitter_rng: Rng,
+    ack_jitter_rng: Rng,
 }
 
 pub struct Sim {
@@ -62,6 +73,8 @@ pub struct Sim {
     ack_buf: Vec<Ack>,
     events: u64,
     last_sample: Time,
+    /// Host jitter (`jitter.rs`), if any.
+    jitter: Option<Jitter>,
 }
 
 /// Wire bytes of a pure ACK: the headers (with the timestamp option) and, when
@@ -100,6 +113,9 @@ fn validate(sc: &Scenario) -> Result<(), String> {
     }
     if sc.links.is_empty() {
         return Err("links: a topology needs at least one link".into());
+    }
+    if !sc.host.jitter_ns.is_empty() && (sc.links.len() > 1 || sc.flows.iter().any(|f| !f.ack_path.is_empty())) {
+        return Err("host.jitter_ns is modelled on one-link topologies with an uncongested return only".into());
     }
     for (i, l) in sc.links.iter().enumerate() {
         if sc.links[..i].iter().any(|m| m.name == l.name) {
@@ -170,12 +186,17 @@ fn topology(sc: &Scenario, f: &Flow) -> Result<(Vec<u32>, Vec<u32>), String> {
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, String> {
         validate(sc)?;
-        let links = sc
+        let mut links = sc
             .links
             .iter()
             .enumerate()
             .map(|(k, l)| SimLink::new(k as u32, l, link_seed(sc.seed, k), sc.flows.len()))
             .collect::<Result<Vec<_>, _>>()?;
+        let jitter = Jitter::new(&sc.host.jitter_ns)?;
+        if let Some(j) = &jitter {
+            // validated: one link, ACKs uncongested — its line is the receivers'
+            links[0].set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
+        }
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
         let rcv_cfg = RcvConfig { mss: sc.mss, truesize: sc.host.rcv_truesize, rmem: sc.host.tcp_rmem };
@@ -230,6 +251,8 @@ impl Sim {
                 wake_at: None,
                 total_bytes: f.bytes,
                 completion: None,
+                tx_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_TX + f.id as u64),
+                ack_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_ACK + f.id as u64),
             });
         }
         let n_samples = (sc.duration_ns / sc.sample_interval_ns) as usize;
@@ -264,6 +287,7 @@ impl Sim {
             ack_buf: Vec::with_capacity(2),
             events: 0,
             last_sample: Time::ZERO,
+            jitter,
         })
     }
 
@@ -368,7 +392,8 @@ impl Sim {
         let d = pkt.data;
         fl.receiver.on_segment_ecn(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), &mut acks);
         for ack in acks.drain(..) {
-            if fl.acks.push(now + fl.ack_delay, ack) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
+            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }
@@ -445,7 +470,8 @@ impl Sim {
         let exit = now + fl.access_delay;
         for t in tx {
             let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::new(t.seq, t.tsecr_ms, t.cwr));
-            if fl.access.push(exit, pkt) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.tx_jitter_rng));
+            if fl.access.push(exit + Dur(late), pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
         }
@@ -472,7 +498,8 @@ impl Sim {
         }
         s.ensure_timer(now);
         if let Some(ack) = fl.receiver.on_timer(now) {
-            if fl.acks.push(now + fl.ack_delay, ack) {
+            let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
+            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }

@@ -115,6 +115,9 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
             )  # fmt: skip
         if f.get("cca_params"):
             raise ScenarioError(f"flows[{_group(f)}].cca_params", f["cca_params"], "algorithm parameters cannot be set on the kernel backend", "remove them or use --backend sim")
+    if ir.get("host", {}).get("jitter_ns"):
+        raise ScenarioError("host.jitter", "(set)", "host jitter is a simulator option: the kernel backend's hosts are real and have their own timing",
+                            "remove [host] jitter or use --backend sim")  # fmt: skip
     n = len(ir["flows"])
     if n > machine.MAX_FLOWS:
         raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")
@@ -620,7 +623,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "leftovers_cleaned": cleaned,
         },
         "emulator": {**{k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "lateness_ns_data", "lateness_ns_ack", "wakeup_lateness_ns",
-                                            "counters", "cpu_ns", "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
+                                            "lateness_hist_ns_data", "lateness_hist_ns_ack", "counters", "cpu_ns", "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
                      "binary": " ".join(command),
                      "capacity_check": cap_stats},
     }

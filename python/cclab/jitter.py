@@ -1,0 +1,112 @@
+"""Host timing jitter: the scenario's ``[host] jitter`` → the IR's ``host.jitter_ns``.
+
+A real end host takes a packet in (or puts it on the wire) a little late:
+interrupt coalescing, softirq and timer scheduling, a virtual machine's
+vCPU being descheduled. The simulator's hosts are punctual unless a
+scenario says otherwise::
+
+    [host]
+    jitter = { median = "20us", p99 = "200us" }      # log-normal through these two quantiles
+    # jitter = { quantiles = ["0us", "8us", "15us", "40us", "2ms"] }   # a measured distribution:
+    #          quantiles evenly spaced in probability from p0 to p100
+
+Each of the four times a packet crosses a host — data leaving the sender,
+data reaching the receiver, the ACK leaving the receiver, the ACK reaching
+the sender — it is held an extra time drawn independently from the
+distribution, and packets on one path never overtake each other (a packet
+behind a late one is at least as late). Delivery-rate samples (Linux
+``tcp_rate.c``) are intervals between such events, so jitter biases BBR's
+bandwidth and min-RTT estimates the way a real host's timing does
+(docs/validation.md §4 shows it on this project's kernel testbed).
+
+The engine draws from a quantile table (``host.jitter_ns``: ``JITTER_POINTS``
++ 1 values at probabilities i / ``JITTER_POINTS``) with integer arithmetic,
+so draws are identical on every machine. The log-normal's table is cut at
+p = 1 − 0.1 / ``JITTER_POINTS`` (≈ p99.96). The kernel backend's hosts are
+real and have their own timing: the option is refused there.
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import Any
+
+from . import units
+from .errors import ScenarioError, show_value
+
+__all__ = ["JITTER_POINTS", "jitter_table", "lognormal_table", "quantile_table"]
+
+#: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
+JITTER_POINTS = 256
+#: Longest jitter accepted (a host that is a second late is an outage, not jitter).
+MAX_JITTER_NS = 1_000_000_000
+
+_ALLOWED = ('expected { median = "20us", p99 = "200us" } (a log-normal through the two quantiles) '
+            'or { quantiles = ["0us", "10us", "1ms"] } (evenly spaced in probability, p0 to p100, non-decreasing)')
+
+
+def _sub(field: str, name: str) -> str:
+    return f"{field}.{name}" if field else name
+
+
+def _duration(value: Any, field: str) -> int:
+    ns = units.parse_duration(value, field)
+    if ns > MAX_JITTER_NS:
+        raise ScenarioError(field, value, f"{show_value(value)} is longer than 1 s", _ALLOWED)
+    return int(ns)
+
+
+def lognormal_table(median_ns: int, p99_ns: int, points: int = JITTER_POINTS) -> list[int]:
+    """Quantiles at i / points of the log-normal with this median and 99th percentile."""
+    if p99_ns == median_ns:
+        return [median_ns] * (points + 1)
+    sigma = math.log(p99_ns / median_ns) / NormalDist().inv_cdf(0.99)
+    table = [0]
+    for i in range(1, points + 1):
+        p = i / points if i < points else 1 - 0.1 / points
+        table.append(int(round(median_ns * math.exp(sigma * NormalDist().inv_cdf(p)))))
+    return table
+
+
+def quantile_table(quantiles_ns: list[int], points: int = JITTER_POINTS) -> list[int]:
+    """Resample quantiles evenly spaced in probability onto the engine's grid (linear in p)."""
+    n = len(quantiles_ns) - 1
+    table = []
+    for i in range(points + 1):
+        x = i * n / points
+        k = min(int(x), n - 1)
+        frac = x - k
+        table.append(int(round(quantiles_ns[k] + (quantiles_ns[k + 1] - quantiles_ns[k]) * frac)))
+    return table
+
+
+def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
+    """The IR table for a scenario's ``jitter`` (``[]`` for none)."""
+    if spec is None:
+        return []
+    if not isinstance(spec, dict):
+        raise ScenarioError(field, spec, f"{show_value(spec)} is not a jitter distribution", _ALLOWED)
+    keys = set(spec)
+    if keys == {"median", "p99"}:
+        median = _duration(spec["median"], _sub(field, "median"))
+        p99 = _duration(spec["p99"], _sub(field, "p99"))
+        if median <= 0:
+            raise ScenarioError(_sub(field, "median"), spec["median"], "a log-normal's median must be positive", _ALLOWED)
+        if p99 < median:
+            raise ScenarioError(_sub(field, "p99"), spec["p99"], f"{show_value(spec['p99'])} is below the median {show_value(spec['median'])}",
+                                "expected p99 ≥ median")  # fmt: skip
+        return lognormal_table(median, p99)
+    if keys == {"quantiles"}:
+        qs = spec["quantiles"]
+        if not isinstance(qs, (list, tuple)) or len(qs) < 2:
+            raise ScenarioError(_sub(field, "quantiles"), qs, f"{show_value(qs)} is not a list of at least two durations", _ALLOWED)
+        values = [_duration(q, _sub(field, f"quantiles[{i}]")) for i, q in enumerate(qs)]
+        for i in range(1, len(values)):
+            if values[i] < values[i - 1]:
+                raise ScenarioError(_sub(field, f"quantiles[{i}]"), qs[i], f"{show_value(qs[i])} is below the quantile before it",
+                                    "expected non-decreasing quantiles (p0 first, p100 last)")  # fmt: skip
+        return quantile_table(values)
+    unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles"})
+    what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"keys {sorted(str(k) for k in keys)} do not form a distribution"
+    raise ScenarioError(field, spec, what, _ALLOWED)
