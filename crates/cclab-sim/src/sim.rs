@@ -23,6 +23,7 @@ use crate::tcp::rcvwnd::RcvConfig;
 use crate::tcp::receiver::{Ack, EcnMode, Receiver};
 use crate::tcp::sender::{Handshake, Sender, Transmit};
 use crate::time::{Dur, Time};
+use std::collections::VecDeque;
 
 /// RNG stream labels (so streams never collide): the link's loss and qdisc
 /// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
@@ -45,7 +46,18 @@ struct FlowState {
     ack_delay: Dur,
     /// Link indices of the data path and the ACK path (empty: uncongested return).
     path: Box<[u32]>,
+    /// The data path's last link (where the receiver is).
+    last_link: u32,
     ack_path: Box<[u32]>,
+    /// ACKs on the links of the ACK path, by number (an ACK packet carries
+    /// its number): a flow's ACKs stay in order on every link (FIFO lines,
+    /// and every queue discipline keeps a flow's packets in order), so the
+    /// one that reaches the sender is the oldest not dropped on the way.
+    acks_on_links: VecDeque<(u32, Ack)>,
+    next_ack_number: u32,
+    /// ACKs put onto the ACK path and taken off it at the sender.
+    pub acks_onto_links: u64,
+    pub acks_off_links: u64,
     /// The pending `Wake` event's time, if any.
     wake_at: Option<Time>,
     total_bytes: Option<u64>,
@@ -61,9 +73,6 @@ pub struct Sim {
     q: EventQueue,
     links: Vec<SimLink>,
     flows: Vec<FlowState>,
-    /// ACKs crossing links (a packet carries its index here), and free slots.
-    acks_on_links: Vec<Ack>,
-    free_ack_slots: Vec<u32>,
     /// Spare packet vectors for hand-overs between links at one instant.
     spare: Vec<Vec<Packet>>,
     scenario: Scenario,
@@ -246,8 +255,13 @@ impl Sim {
                 acks: Pipe::default(),
                 access_delay: Dur(access_delay),
                 ack_delay: Dur(ack_delay),
+                last_link: *path.last().expect("validated: not empty"),
                 path: path.into(),
                 ack_path: ack_path.into(),
+                acks_on_links: VecDeque::new(),
+                next_ack_number: 0,
+                acks_onto_links: 0,
+                acks_off_links: 0,
                 wake_at: None,
                 total_bytes: f.bytes,
                 completion: None,
@@ -277,8 +291,6 @@ impl Sim {
             q,
             links,
             flows,
-            acks_on_links: Vec::new(),
-            free_ack_slots: Vec::new(),
             spare: Vec::new(),
             scenario: sc.clone(),
             out,
@@ -342,8 +354,10 @@ impl Sim {
         self.pkt_buf = rx;
     }
 
-    /// Packets that reached the far end of link `k` now, in order.
-    #[inline]
+    /// Packets that reached the far end of link `k` now, in order. (One
+    /// function with the receiver inlined, as the one-link engine had it:
+    /// measured with callgrind.)
+    #[inline(never)]
     fn route_all(&mut self, now: Time, k: usize, rx: &mut Vec<Packet>) {
         for pkt in rx.drain(..) {
             self.route(now, k, pkt);
@@ -352,8 +366,17 @@ impl Sim {
 
     /// `pkt` reached the far end of link `k`: on to the next link of its
     /// path, or to its receiver (data) or sender (an ACK).
-    #[inline]
+    #[inline(always)]
     fn route(&mut self, now: Time, k: usize, pkt: Packet) {
+        // the common case first: data at the end of its path
+        if pkt.flow & ACK_FLAG == 0 && self.flows[pkt.flow as usize].last_link == k as u32 {
+            return self.receive(now, pkt);
+        }
+        self.route_on(now, k, pkt);
+    }
+
+    #[inline(never)]
+    fn route_on(&mut self, now: Time, k: usize, pkt: Packet) {
         let is_ack = pkt.flow & ACK_FLAG != 0;
         let f = (pkt.flow & !ACK_FLAG) as usize;
         let fl = &self.flows[f];
@@ -365,21 +388,26 @@ impl Sim {
         match (next, is_ack) {
             (Some(n), _) => {
                 let mut rx = self.spare.pop().unwrap_or_default();
-                self.links[n].arrive(now, pkt, &mut self.q, &mut rx);
+                self.links[n].arrive_from_link(now, pkt, &mut self.q, &mut rx);
                 self.route_all(now, n, &mut rx);
                 self.spare.push(rx);
             }
             (None, false) => self.receive(now, pkt),
             (None, true) => {
-                let slot = pkt.data.seq;
-                let ack = self.acks_on_links[slot as usize];
-                self.free_ack_slots.push(slot);
+                let fl = &mut self.flows[f];
+                // the ones before it were dropped on the way
+                while fl.acks_on_links.front().is_some_and(|&(n, _)| n != pkt.data.seq) {
+                    fl.acks_on_links.pop_front();
+                }
+                let (_, ack) = fl.acks_on_links.pop_front().expect("an ACK on the links is in its flow's list");
+                fl.acks_off_links += 1;
                 self.ack_to_sender(now, f, &ack);
             }
         }
     }
 
     /// A data packet reaches its receiver.
+    #[inline(always)]
     fn receive(&mut self, now: Time, pkt: Packet) {
         let f = pkt.flow as usize;
         let fl = &mut self.flows[f];
@@ -433,18 +461,13 @@ impl Sim {
         let k = self.flows[f].ack_path[0] as usize;
         let header = self.scenario.header_bytes;
         while let Some(ack) = self.flows[f].acks.pop_due(now) {
-            let slot = match self.free_ack_slots.pop() {
-                Some(s) => {
-                    self.acks_on_links[s as usize] = ack;
-                    s
-                }
-                None => {
-                    self.acks_on_links.push(ack);
-                    (self.acks_on_links.len() - 1) as u32
-                }
-            };
-            let pkt = Packet::new(f as u32 | ACK_FLAG, ack_wire_bytes(header, &ack), false, Seg::new(slot, 0, false));
-            self.links[k].arrive(now, pkt, &mut self.q, &mut rx);
+            let fl = &mut self.flows[f];
+            let number = fl.next_ack_number;
+            fl.next_ack_number = number.wrapping_add(1);
+            fl.acks_on_links.push_back((number, ack));
+            fl.acks_onto_links += 1;
+            let pkt = Packet::new(f as u32 | ACK_FLAG, ack_wire_bytes(header, &ack), false, Seg::new(number, 0, false));
+            self.links[k].arrive_from_link(now, pkt, &mut self.q, &mut rx);
         }
         if let Some(t) = self.flows[f].acks.head_time() {
             self.q.push(t, Event::AckPath(f as u32));
@@ -539,7 +562,7 @@ impl Sim {
             }
             cols.delivered_bytes.push(delivered);
             // wire bytes of this flow that left the last link of its path
-            cols.egress_bytes.push(self.links[*fl.path.last().unwrap() as usize].flow_egress_bytes[i]);
+            cols.egress_bytes.push(self.links[fl.last_link as usize].flow_egress_bytes[i]);
             match Some(&mut fl.sender).filter(|s| s.started(now)) {
                 Some(s) => {
                     cols.active.push(!(s.is_finished()));
@@ -635,9 +658,9 @@ impl Sim {
         let access: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum();
         let mut c = Counters { sent_packets: sent, delivered_packets: delivered, in_flight_packets: access, events: self.events, ..Default::default() };
         for l in &self.links {
-            c.dropped_packets += l.tally.dropped[0];
-            c.queued_packets += l.model.held_packets() - l.held(true);
-            c.in_flight_packets += l.in_flight() - l.propagating(true);
+            c.dropped_packets += l.dropped() - l.tally.acks_dropped;
+            c.queued_packets += l.model.held_packets() - l.acks_held();
+            c.in_flight_packets += l.in_flight() - l.acks_propagating();
         }
         c
     }
@@ -645,6 +668,11 @@ impl Sim {
     /// The links, for end-of-run checks (tests).
     pub fn links(&self) -> &[SimLink] {
         &self.links
+    }
+
+    /// Per flow: ACKs put onto its ACK path, and ACKs that reached the sender over it (tests).
+    pub fn ack_path_counts(&self) -> Vec<(u64, u64)> {
+        self.flows.iter().map(|f| (f.acks_onto_links, f.acks_off_links)).collect()
     }
 
     pub fn finish(mut self) -> Output {
