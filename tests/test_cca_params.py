@@ -84,11 +84,16 @@ def companions(algorithm: str, name: str, v: float) -> dict[str, float]:
     return extra
 
 
+@needs_engine
 def test_registry_names_exactly_the_engines_parameters():
-    engine = known_algorithms()
-    assert set(engine) == set(PARAMS)
+    """The one registry validation, docs and `cclab algorithms` read equals the engine's own list, in its order."""
+    from cclab import _native
+
+    engine = {str(name): [str(p) for p in params] for name, params in _native.algorithms().items()}
+    assert list(engine) == list(PARAMS)
     for name, params in engine.items():
-        assert set(params) == set(PARAMS[name]), name
+        assert params == list(PARAMS[name]), name
+    assert known_algorithms() == engine  # the schema's view is the registry
 
 
 @pytest.mark.parametrize("algorithm", sorted(PARAMS))
@@ -165,3 +170,18 @@ def test_huge_integer_parameter_is_refused_not_rounded():
 def test_describe_lists_every_parameter():
     rows = cca_params.describe("cubic")
     assert [r[0] for r in rows] == list(PARAMS["cubic"]) and rows[0][1] == "a number in [1/1024, 1023/1024]"
+    assert rows[0][3] == "717/1024 ≈ 0.7002" and rows[2][3] == "true"  # default: exact, as the engine holds it
+    assert dict((r[0], r[3]) for r in cca_params.describe("bbr_shallow"))["cwnd_gain"] == "1.5"
+
+
+@needs_engine
+@pytest.mark.parametrize("algorithm", sorted(PARAMS))
+def test_registry_defaults_are_the_engines(algorithm):
+    """`cclab algorithms` and docs show the default the engine applies when a scenario leaves a parameter out."""
+    from cclab import _native
+
+    assert cca_params.DEFAULTS[algorithm] == _native.algorithm_defaults(algorithm)
+    for name, p in PARAMS[algorithm].items():
+        assert p.contains(cca_params.DEFAULTS[algorithm][name]), (name, "the default is outside the allowed range")
+        assert p.doc and p.source, (algorithm, name, "every parameter says what it is and where it comes from")
+    assert cca_params.SOURCES[algorithm]

@@ -199,10 +199,10 @@ def test_groups_expand_with_sequential_ids_and_stagger() -> None:
 
 
 def test_cca_parameters_reach_the_ir(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cclab._native as native
+    from cclab import cca_params
 
-    real = native.algorithms()
-    monkeypatch.setattr(native, "algorithms", lambda: {**real, "bbr_test": ["cwnd_gain", "pacing_gain"]})
+    gain = cca_params.Param(1 / 256, 64, hi_open=True)
+    monkeypatch.setitem(cca_params.PARAMS, "bbr_test", {"cwnd_gain": gain, "pacing_gain": gain})
     ir = resolve(scenario_from_dict(small(flows=[{"cca": {"name": "bbr_test", "cwnd_gain": 1.5}, "rtt": "40ms"}])))
     assert ir["flows"][0]["cca"] == "bbr_test"
     assert ir["flows"][0]["cca_params"] == {"cwnd_gain": 1.5}

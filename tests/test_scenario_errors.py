@@ -119,19 +119,17 @@ def test_unknown_cca_parameter() -> None:
 
 
 def test_algorithm_without_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cclab._native as native
+    from cclab import cca_params
 
-    real = native.algorithms()
-    monkeypatch.setattr(native, "algorithms", lambda: {**real, "plain": []})
+    monkeypatch.setitem(cca_params.PARAMS, "plain", {})  # the one registry validation reads
     check(fails(variant({"flows[0].cca": {"name": "plain", "gain": 2}})), "flows[0].cca.gain",
           "unknown parameter of 'plain'", "plain takes no parameters")
 
 
 def test_cca_parameter_must_be_a_number(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cclab._native as native
+    from cclab import cca_params
 
-    real = native.algorithms()
-    monkeypatch.setattr(native, "algorithms", lambda: {**real, "fake": ["gain", "switch"]})
+    monkeypatch.setitem(cca_params.PARAMS, "fake", {"gain": cca_params.Param(0, 64), "switch": cca_params.Param(switch=True)})
     check(fails(variant({"flows[0].cca": {"name": "fake", "gain": "2"}})), "flows[0].cca.gain", "'2'",
           "finite numbers")
     check(fails(variant({"flows[0].cca": {"name": "fake", "gain": float("nan")}})), "flows[0].cca.gain", "nan",

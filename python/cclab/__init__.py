@@ -7,16 +7,10 @@ real Linux stacks in namespaces: `kernel`), sweeps, metrics and figures.
     r = cclab.run("examples/cubic-vs-reno.toml")
     print(r.summary); r.flows.head(); r.plot()
 
-Heavy modules (pandas, pyarrow, matplotlib) load on first use.
+Heavy modules (pandas, pyarrow, matplotlib, the engine) load on first use, as does ``__version__``.
 """
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("cclab")
-except PackageNotFoundError:  # running from a source tree without install
-    __version__ = "0.0.0+unknown"
 
 _EXPORTS = {
     # running and loading
@@ -42,7 +36,27 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
+def _package_version() -> str:
+    """This installation's version: the extension's, which maturin builds with the package's
+    version (the workspace's in Cargo.toml; tests/test_startup.py checks they agree), else the
+    package metadata. (importlib.metadata alone takes ~30 ms to import: start-up time.)"""
+    try:
+        from cclab import _native
+
+        return str(_native.ENGINE_VERSION)
+    except ImportError:  # pragma: no cover - a source tree without the built extension
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("cclab")
+        except PackageNotFoundError:
+            return "0.0.0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        globals()["__version__"] = value = _package_version()
+        return value
     if name in _EXPORTS:
         value = getattr(import_module(_EXPORTS[name]), name)
         globals()[name] = value

@@ -34,6 +34,11 @@ def algorithms() -> dict[str, list[str]]:
     """Every congestion-control algorithm the engine has, with the names of the
     parameters `cca_params` may set for it."""
 
+def algorithm_defaults(name: str) -> dict[str, float]:
+    """``{parameter: default}`` of one algorithm as the engine applies it when a
+    scenario leaves the parameter out (switches 1.0/0.0), in the order the
+    algorithm reads them. ValueError for an unknown algorithm."""
+
 def simulate(ir_json: str) -> RawOutput:
     """Run one resolved scenario (docs/ir.md, as JSON) and return the raw
     cumulative sampled output of docs/record.md as numpy arrays. Releases the

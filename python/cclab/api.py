@@ -22,14 +22,20 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from cclab import metrics, record
 from cclab.backends import get_backend
-from cclab.record import Run
 
-__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_to_dir"]
+__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_resolved", "run_to_dir"]
 
 #: Where ``run`` writes when no ``out`` is given: ``runs/<name>-<short IR hash>``.
 RUNS_DIR = Path("runs")
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Run":  # cclab.record (pandas, pyarrow) loads on first use
+        from cclab.record import Run
+
+        return Run
+    raise AttributeError(f"module 'cclab.api' has no attribute {name!r}")
 
 
 def cclab_version() -> str:
@@ -100,11 +106,31 @@ def run(
     estimated memory, events or record size exceeds :data:`cclab.limits.LIMITS`
     is refused before it starts unless ``allow_large``.
     """
-    from cclab import limits
-    from cclab.resolve import ir_hash
-
     _sc, toml_text, ir = prepare(scenario, seed)
     out_dir = Path(out) if out is not None else default_run_dir(ir, backend)
+    result = _run(ir, toml_text, out_dir, backend=backend, overwrite=overwrite, allow_large=allow_large)
+    if plot:
+        result.figures = result.plot(formats=tuple(formats))
+    return result
+
+
+def run_resolved(ir: Mapping[str, Any], scenario_toml: str, out_dir: str | Path, backend: str = "sim", *,
+                 overwrite: bool = False, allow_large: bool = False) -> Path:  # fmt: skip
+    """Run an already resolved scenario (``ir``, from :func:`cclab.resolve.resolve`) and write its
+    record to ``out_dir``; returns its path. ``scenario_toml`` is the scenario text the record keeps.
+
+    What a sweep's workers call: the sweep resolved every point once, when it
+    planned them, and sends the IR (no validation or resolution again).
+    """
+    return _run(dict(ir), scenario_toml, Path(out_dir), backend=backend, overwrite=overwrite,
+                allow_large=allow_large).path
+
+
+def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, overwrite: bool,
+         allow_large: bool) -> Run:  # fmt: skip
+    from cclab import limits, metrics, record
+    from cclab.resolve import ir_hash
+
     record.check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
     limits.check(ir, backend=backend, allow_large=allow_large, override="--allow-large (Python: allow_large=True)")
     engine = get_backend(backend)
@@ -134,11 +160,8 @@ def run(
     path = record.write_run(
         out_dir, scenario_toml=toml_text, ir=ir, meta=meta, flows=flows, link=link, summary=summary, overwrite=overwrite
     )
-    result = Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
-                 scenario_toml=toml_text, path=path)  # fmt: skip
-    if plot:
-        result.figures = result.plot(formats=tuple(formats))
-    return result
+    return record.Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
+                      scenario_toml=toml_text, path=path)  # fmt: skip
 
 
 def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed: int | None = None,
@@ -154,4 +177,6 @@ def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed
 
 def load(run_dir: str | Path) -> Run:
     """Load a complete run record (:func:`cclab.record.read_run`)."""
+    from cclab import record
+
     return record.read_run(run_dir)

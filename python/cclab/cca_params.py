@@ -1,4 +1,10 @@
-"""Every algorithm parameter a scenario may set, with its allowed range: one registry.
+"""Every algorithm and every parameter a scenario may set, with its allowed range: one registry.
+
+The algorithm names and their parameters are :data:`PARAMS` — the one list
+that validation (:func:`check_algorithm`, :func:`check_params`), the docs and
+``cclab algorithms`` read; ``tests/test_cca_params.py`` checks that it names
+exactly the engine's algorithms and parameters (``cclab._native.algorithms()``),
+in the engine's order.
 
 ``cca = { name = "cubic", beta = 0.8 }`` is checked here when the scenario is
 built, so an out-of-range value is a one-line error naming the field, the
@@ -27,7 +33,8 @@ from typing import Any
 
 from .errors import ScenarioError, show_value
 
-__all__ = ["PARAMS", "Param", "check_params", "describe"]
+__all__ = ["DEFAULTS", "PARAMS", "SOURCES", "Param", "algorithm_names", "check_algorithm", "check_params",
+           "describe", "format_default"]
 
 #: Largest integer count (rounds, packets, samples) a parameter takes.
 MAX_COUNT = 10**6
@@ -39,7 +46,9 @@ DAY_MS = DAY_S * 1000
 @dataclass(frozen=True)
 class Param:
     """One parameter: a number in [lo, hi] (ends open when ``lo_open``/``hi_open``), an integer
-    when ``integer``, a multiple of ``step`` when given, or a switch (true/false, 1/0)."""
+    when ``integer``, a multiple of ``step`` when given, or a switch (true/false, 1/0).
+    ``doc`` says what it is, ``source`` where its default comes from (the knob in the
+    Linux file or paper of the algorithm, :data:`SOURCES`)."""
 
     lo: float = 0.0
     hi: float = 0.0
@@ -49,6 +58,7 @@ class Param:
     switch: bool = False
     step: float | None = None
     doc: str = ""
+    source: str = ""
 
     @property
     def allowed(self) -> str:
@@ -92,144 +102,247 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
-def _gain(doc: str) -> Param:
+def _gain(doc: str, source: str) -> Param:
     # gain_param (bbr/config.rs): 0 < v < 64, used in 1/256 units (BBR_UNIT); below 1/256 it would be clamped.
-    return Param(1 / 256, 64, hi_open=True, doc=doc)
+    return Param(1 / 256, 64, hi_open=True, doc=doc, source=source)
 
 
-def _count(lo: int, doc: str, hi: int = MAX_COUNT) -> Param:
-    return Param(lo, hi, integer=True, doc=doc)
+def _count(lo: int, doc: str, source: str, hi: int = MAX_COUNT) -> Param:
+    return Param(lo, hi, integer=True, doc=doc, source=source)
 
 
-def _switch(doc: str) -> Param:
-    return Param(switch=True, doc=doc)
+def _switch(doc: str, source: str) -> Param:
+    return Param(switch=True, doc=doc, source=source)
 
 
-def _ms(lo: int, doc: str) -> Param:
-    return Param(lo, DAY_MS, integer=True, doc=doc)
+def _ms(lo: int, doc: str, source: str) -> Param:
+    return Param(lo, DAY_MS, integer=True, doc=doc, source=source)
 
 
-_MIN_RTT_WIN_S = Param(0.001, DAY_S, doc="min_rtt filter window (s)")
+_THESIS = "WPI 2019 thesis"
 
 RENO: dict[str, Param] = {}
 
 CUBIC = {
     # tcp_cubic.c: beta = 717/1024, used in 1/1024 units; 0 < beta < 1 (cc/cubic.rs).
-    "beta": Param(1 / 1024, 1023 / 1024, doc="multiplicative decrease factor (0.7)"),
+    "beta": Param(1 / 1024, 1023 / 1024, doc="multiplicative decrease factor", source="beta = 717 (/1024)"),
     # C = bic_scale·10/1024 (0.4), used in 1/1024 units; larger values overflow the cubic term.
-    "c": Param(1 / 1024, 100, doc="cubic scaling constant C (0.4)"),
-    "fast_convergence": _switch("fast convergence (on)"),
-    "tcp_friendliness": _switch("Reno-friendly region (on)"),
-    "hystart": _switch("HyStart (on)"),
+    "c": Param(1 / 1024, 100, doc="cubic scaling constant C", source="bic_scale = 41 (C = bic_scale·10/1024)"),
+    "fast_convergence": _switch("fast convergence", "fast_convergence = 1"),
+    "tcp_friendliness": _switch("Reno-friendly region", "tcp_friendliness = 1"),
+    "hystart": _switch("HyStart (delay- and ACK-train-based slow-start exit)", "hystart = 1"),
 }
 
 VEGAS = {
     # cc/vegas.rs: non-negative integers below 10^6, alpha ≤ beta.
-    "alpha": _count(0, "lower bound of queued packets (2)", 999_999),
-    "beta": _count(0, "upper bound of queued packets (4)", 999_999),
-    "gamma": _count(0, "slow-start exit threshold in packets (1)", 999_999),
+    "alpha": _count(0, "lower bound of queued packets", "alpha = 2", 999_999),
+    "beta": _count(0, "upper bound of queued packets", "beta = 4", 999_999),
+    "gamma": _count(0, "slow-start exit threshold in packets", "gamma = 1", 999_999),
 }
 
 BBR1 = {
-    "startup_gain": _gain("Startup pacing/cwnd gain (2.885)"),
-    "drain_gain": _gain("Drain pacing gain (0.347)"),
-    "cwnd_gain": _gain("ProbeBW cwnd gain (2; 1.5 in bbr_shallow)"),
-    "probe_bw_up_gain": _gain("ProbeBW probing pacing gain (1.25)"),
-    "probe_bw_down_gain": _gain("ProbeBW draining pacing gain (0.75)"),
-    "bw_filter_rounds": _count(1, "max-bandwidth filter length in rounds (10)"),
-    "min_rtt_win_s": _MIN_RTT_WIN_S,
-    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (200; 0 disables ProbeRTT)"),
-    "cwnd_min_target": _count(1, "minimum cwnd in packets (4)"),
-    "full_bw_thresh": _gain("bandwidth growth that counts as growth (1.25)"),
-    "full_bw_cnt": _count(1, "rounds without growth that end Startup (3)"),
-    "pacing_margin_percent": _count(0, "pacing below the estimate, % (1)", 99),
-    "extra_acked_gain": Param(0, 64, hi_open=True, doc="ACK-aggregation provisioning gain (1; 0 off)"),
-    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds (5)"),
-    "extra_acked_max_ms": _ms(0, "cap on the ACK-aggregation allowance (100)"),
-    "lt_bw": _switch("long-term (policer) bandwidth model (on)"),
-    "lt_intvl_min_rtts": _count(1, "LT sampling interval in rounds (4)"),
-    "lt_loss_thresh": Param(0, 1, lo_open=True, doc="LT loss threshold (0.195)"),
-    "lt_bw_max_rtts": _count(1, "rounds at the LT rate (48)"),
-    "sticky_rtprop": _switch("sticky RTprop (off; on in bbr_sticky_rtprop)"),
-    "sticky_probes": _count(1, "consecutive higher probes that raise RTprop (3)"),
-    "sticky_jump": Param(1, 1000, lo_open=True, doc="RTprop jump taken at once (3)"),
-    "cwnd_feedback": _switch("cwnd feedback loop (off; on in bbr_cwnd_feedback)"),
-    "fb_loss_thresh": Param(0, 1, lo_open=True, doc="feedback: loss rate of a lossy round (0.02)"),
-    "fb_rate_thresh": Param(0, 1, lo_open=True, doc="feedback: rate of a round that did not fill the pipe (0.95)"),
-    "fb_rtt_thresh": Param(1, 100, lo_open=True, doc="feedback: RTT ratio of a queue-building round (1.5)"),
-    "fb_gain_min": Param(0, 64, lo_open=True, doc="feedback: lowest cwnd gain (1)"),
-    "fb_gain_max": Param(0, 64, lo_open=True, doc="feedback: highest cwnd gain (cwnd_gain)"),
-    "fb_decrease": Param(0, 1, lo_open=True, doc="feedback: multiplicative decrease per round (0.9)"),
-    "fb_increase": Param(0, 64, lo_open=True, doc="feedback: additive increase per round (1/16)"),
+    "startup_gain": _gain("Startup pacing and cwnd gain", "bbr_high_gain = 2885/1000 + 1/256"),
+    "drain_gain": _gain("Drain pacing gain", "bbr_drain_gain = 1000/2885"),
+    "cwnd_gain": _gain("ProbeBW cwnd gain (1.5 in bbr_shallow)", f"bbr_cwnd_gain = 2; bbr_shallow: {_THESIS} §5"),
+    "probe_bw_up_gain": _gain("ProbeBW probing pacing gain", "bbr_pacing_gain[0] = 5/4"),
+    "probe_bw_down_gain": _gain("ProbeBW draining pacing gain", "bbr_pacing_gain[1] = 3/4"),
+    "bw_filter_rounds": _count(1, "max-bandwidth filter length in rounds", "bbr_bw_rtts = CYCLE_LEN + 2"),
+    "min_rtt_win_s": Param(0.001, DAY_S, doc="min_rtt filter window (s), also the ProbeRTT interval",
+                           source="bbr_min_rtt_win_sec = 10"),
+    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (0 disables ProbeRTT)", "bbr_probe_rtt_mode_ms = 200"),
+    "cwnd_min_target": _count(1, "minimum cwnd in packets", "bbr_cwnd_min_target = 4"),
+    "full_bw_thresh": _gain("bandwidth growth that counts as growth", "bbr_full_bw_thresh = 5/4"),
+    "full_bw_cnt": _count(1, "rounds without growth that end Startup", "bbr_full_bw_cnt = 3"),
+    "pacing_margin_percent": _count(0, "pacing below the estimate, %", "bbr_pacing_margin_percent = 1", 99),
+    "extra_acked_gain": Param(0, 64, hi_open=True, doc="ACK-aggregation provisioning gain (0 off)",
+                              source="bbr_extra_acked_gain = 1"),
+    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds", "bbr_extra_acked_win_rtts = 5"),
+    "extra_acked_max_ms": _ms(0, "cap on the ACK-aggregation allowance", "bbr_extra_acked_max_us = 100 ms"),
+    "lt_bw": _switch("long-term (policer) bandwidth model", "bbr_lt_bw_sampling (always on in Linux)"),
+    "lt_intvl_min_rtts": _count(1, "LT sampling interval in rounds", "bbr_lt_intvl_min_rtts = 4"),
+    "lt_loss_thresh": Param(0, 1, lo_open=True, doc="LT loss threshold", source="bbr_lt_loss_thresh = 50/256"),
+    "lt_bw_max_rtts": _count(1, "rounds at the LT rate", "bbr_lt_bw_max_rtts = 48"),
+    "sticky_rtprop": _switch("sticky RTprop (on in bbr_sticky_rtprop)", f"{_THESIS} §5.5.2"),
+    "sticky_probes": _count(1, "consecutive higher probes that raise RTprop", f"cclab's choice for {_THESIS} §5.5.2"),
+    "sticky_jump": Param(1, 1000, lo_open=True, doc="RTprop jump taken at once (× RTprop)",
+                         source=f"cclab's choice for {_THESIS} §5.5.2"),
+    "cwnd_feedback": _switch("cwnd feedback loop (on in bbr_cwnd_feedback)", f"{_THESIS}, Algorithm 1"),
+    "fb_loss_thresh": Param(0, 1, lo_open=True, doc="feedback: loss rate of a lossy round",
+                            source=f"{_THESIS}, Algorithm 1"),
+    "fb_rate_thresh": Param(0, 1, lo_open=True, doc="feedback: rate of a round that did not fill the pipe",
+                            source=f"{_THESIS}, Algorithm 1"),
+    "fb_rtt_thresh": Param(1, 100, lo_open=True, doc="feedback: RTT ratio of a queue-building round",
+                           source=f"{_THESIS}, Algorithm 1"),
+    "fb_gain_min": Param(0, 64, lo_open=True, doc="feedback: lowest cwnd gain", source=f"{_THESIS}, Algorithm 1"),
+    "fb_gain_max": Param(0, 64, lo_open=True, doc="feedback: highest cwnd gain (default: cwnd_gain)",
+                         source=f"{_THESIS}, Algorithm 1"),
+    "fb_decrease": Param(0, 1, lo_open=True, doc="feedback: multiplicative decrease per round",
+                         source=f"{_THESIS}, Algorithm 1"),
+    "fb_increase": Param(0, 64, lo_open=True, doc="feedback: additive increase per round",
+                         source=f"{_THESIS}, Algorithm 1"),
 }
 
 _BBR3_COMMON = {
-    "startup_gain": _gain("Startup pacing gain (2.77; bbr2 2.89)"),
-    "startup_cwnd_gain": _gain("Startup cwnd gain (2; bbr2 2.89)"),
-    "drain_gain": _gain("Drain pacing gain (0.35)"),
-    "cwnd_gain": _gain("cwnd gain (2)"),
-    "probe_bw_up_gain": _gain("PROBE_UP pacing gain (1.25)"),
-    "probe_bw_down_gain": _gain("PROBE_DOWN pacing gain (0.9; bbr2 0.75)"),
-    "min_rtt_win_s": _MIN_RTT_WIN_S,
-    "probe_rtt_interval_ms": _ms(1, "ProbeRTT interval (5000)"),
-    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (200)"),
-    "probe_rtt_cwnd_gain": Param(0, 64, doc="cwnd gain in ProbeRTT (0.5)"),
-    "cwnd_min_target": _count(1, "minimum cwnd in packets (4)"),
-    "full_bw_thresh": _gain("bandwidth growth that counts as growth (1.25)"),
-    "full_bw_cnt": _count(1, "rounds without growth that end Startup (3)"),
-    "full_loss_cnt": _count(0, "lossy rounds that end Startup (6; bbr2 8)", 15),
-    "loss_thresh": Param(0, 0.99, doc="loss rate that bounds inflight (0.02)"),
-    "beta": Param(0, 1, doc="multiplicative decrease on loss (0.3)"),
-    "inflight_headroom": Param(0, 0.99, doc="headroom below inflight_hi (0.15)"),
-    "bw_probe_max_rounds": _count(1, "most rounds between bandwidth probes (63)", 255),
-    "bw_probe_rand_rounds": _count(1, "random rounds added between probes (2)"),
-    "bw_probe_base_ms": _ms(0, "base wall time between probes (2000)"),
-    "bw_probe_rand_ms": _ms(1, "random wall time added between probes (1000)"),
-    "extra_acked_gain": Param(0, 64, doc="ACK-aggregation provisioning gain (1)"),
-    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds (5)"),
-    "pacing_margin_percent": _count(0, "pacing below the estimate, % (1)", 99),
+    "startup_gain": _gain("Startup pacing gain", "bbr_startup_pacing_gain"),
+    "startup_cwnd_gain": _gain("Startup cwnd gain", "bbr_startup_cwnd_gain"),
+    "drain_gain": _gain("Drain pacing gain", "bbr_drain_gain"),
+    "cwnd_gain": _gain("cwnd gain", "bbr_cwnd_gain"),
+    "probe_bw_up_gain": _gain("PROBE_UP pacing gain", "bbr_pacing_gain[BBR_BW_PROBE_UP]"),
+    "probe_bw_down_gain": _gain("PROBE_DOWN pacing gain", "bbr_pacing_gain[BBR_BW_PROBE_DOWN]"),
+    "min_rtt_win_s": Param(0.001, DAY_S, doc="min_rtt filter window (s)", source="bbr_min_rtt_win_sec"),
+    "probe_rtt_interval_ms": _ms(1, "ProbeRTT interval", "bbr_probe_rtt_win_ms"),
+    "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT", "bbr_probe_rtt_mode_ms"),
+    "probe_rtt_cwnd_gain": Param(0, 64, doc="cwnd gain in ProbeRTT", source="bbr_probe_rtt_cwnd_gain"),
+    "cwnd_min_target": _count(1, "minimum cwnd in packets", "bbr_cwnd_min_target"),
+    "full_bw_thresh": _gain("bandwidth growth that counts as growth", "bbr_full_bw_thresh"),
+    "full_bw_cnt": _count(1, "rounds without growth that end Startup", "bbr_full_bw_cnt"),
+    "full_loss_cnt": _count(0, "lossy rounds that end Startup", "bbr_full_loss_cnt", 15),
+    "loss_thresh": Param(0, 0.99, doc="loss rate that bounds inflight", source="bbr_loss_thresh"),
+    "beta": Param(0, 1, doc="multiplicative decrease on loss", source="bbr_beta"),
+    "inflight_headroom": Param(0, 0.99, doc="headroom below inflight_hi", source="bbr_inflight_headroom"),
+    "bw_probe_max_rounds": _count(1, "most rounds between bandwidth probes", "bbr_bw_probe_max_rounds", 255),
+    "bw_probe_rand_rounds": _count(1, "random rounds added between probes", "bbr_bw_probe_rand_rounds"),
+    "bw_probe_base_ms": _ms(0, "base wall time between probes", "bbr_bw_probe_base_us"),
+    "bw_probe_rand_ms": _ms(1, "random wall time added between probes", "bbr_bw_probe_rand_us"),
+    "extra_acked_gain": Param(0, 64, doc="ACK-aggregation provisioning gain", source="bbr_extra_acked_gain"),
+    "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds", "bbr_extra_acked_win_rtts"),
+    "pacing_margin_percent": _count(0, "pacing below the estimate, %", "bbr_pacing_margin_percent", 99),
 }
 
+
+def _after(params: dict[str, Param], key: str, extra: dict[str, Param]) -> dict[str, Param]:
+    """``params`` with ``extra`` inserted after ``key`` (the engine's order)."""
+    out: dict[str, Param] = {}
+    for name, p in params.items():
+        out[name] = p
+        if name == key:
+            out.update(extra)
+    return out
+
+
 BBR3 = {
-    **_BBR3_COMMON,
-    # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
-    "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP (0.25)"),
+    **_after(_BBR3_COMMON, "probe_bw_down_gain", {
+        # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
+        "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP",
+                                             source="bbr_bw_probe_cwnd_gain (quarters)"),
+    }),
     # The ECN response (google/bbr v3 tcp_bbr.c), used only with ecn_low on an ECN flow.
-    "ecn_low": _switch("use the ECN response on this (low-RTT) path (off)"),
-    "ecn_alpha_gain": Param(0, 1, doc="EWMA gain of the per-round CE ratio (1/16)"),
-    "ecn_factor": Param(0, 0.99, doc="inflight_lo cut per unit of ECN alpha (1/3)"),
-    "ecn_thresh": Param(0, 0.99, doc="CE ratio of a round that ends probing (0.5)"),
+    "ecn_low": _switch("use the ECN response on this (low-RTT) path", "TCP_ECN_LOW (route feature ecn_low)"),
+    "ecn_alpha_gain": Param(0, 1, doc="EWMA gain of the per-round CE ratio", source="bbr_ecn_alpha_gain"),
+    "ecn_factor": Param(0, 0.99, doc="inflight_lo cut per unit of ECN alpha", source="bbr_ecn_factor"),
+    "ecn_thresh": Param(0, 0.99, doc="CE ratio of a round that ends probing", source="bbr_ecn_thresh"),
     # The engine caps the value at 0x7ffff µs (the v3 field width): refused above, never clamped.
-    "ecn_max_rtt_us": _count(0, "ECN logic only when min RTT is below this, µs (5000)", 0x7FFFF),
-    "full_ecn_cnt": _count(0, "rounds with a high CE ratio that end Startup (2)"),
-    "ecn_reprobe_gain": Param(0, 0.99, doc="bandwidth re-probe gain after an ECN-marked cycle (0.5)"),
+    "ecn_max_rtt_us": _count(0, "ECN logic only when min RTT is below this, µs", "bbr_ecn_max_rtt_us", 0x7FFFF),
+    "full_ecn_cnt": _count(0, "rounds with a high CE ratio that end Startup", "bbr_full_ecn_cnt"),
+    "ecn_reprobe_gain": Param(0, 0.99, doc="bandwidth re-probe gain after an ECN-marked cycle",
+                              source="bbr_ecn_reprobe_gain"),
 }
 
 #: DCTCP (Linux tcp_dctcp.c): module parameters dctcp_shift_g (0..10) and dctcp_alpha_on_init (0..1024).
 DCTCP = {
-    "shift_g": _count(0, "EWMA weight g = 1/2^shift_g (4)", 10),
-    "alpha_on_init": _count(0, "initial alpha in 1/1024 (1024)", 1024),
+    "shift_g": _count(0, "EWMA weight g = 1/2^shift_g", "dctcp_shift_g = 4", 10),
+    "alpha_on_init": _count(0, "initial alpha in 1/1024", "dctcp_alpha_on_init = 1024", 1024),
 }
 
 BBR2 = {
     **_BBR3_COMMON,
-    "bw_probe_pif_gain": _gain("inflight (× BDP) that ends PROBE_UP (1.25)"),
-    "bw_probe_reno_gain": Param(0, 64, doc="Reno-coexistence probe bound, × BDP rounds (1)"),
+    "bw_probe_pif_gain": _gain("inflight (× BDP) that ends PROBE_UP", "bbr_bw_probe_pif_gain"),
+    "bw_probe_reno_gain": Param(0, 64, doc="Reno-coexistence probe bound, × BDP rounds",
+                                source="bbr_bw_probe_reno_gain"),
 }
 
-#: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator.
+#: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator, in the engine's order.
 PARAMS: dict[str, dict[str, Param]] = {
     "reno": RENO,
     "cubic": CUBIC,
-    "vegas": VEGAS,
     "bbr": BBR1,
+    "bbr2": BBR2,
+    "bbr3": BBR3,
+    "vegas": VEGAS,
+    "dctcp": DCTCP,
     "bbr_shallow": BBR1,
     "bbr_cwnd_feedback": BBR1,
     "bbr_sticky_rtprop": BBR1,
-    "bbr2": BBR2,
-    "bbr3": BBR3,
-    "dctcp": DCTCP,
 }
+
+#: Where each algorithm comes from: the file (or paper) its parameters' ``source`` names knobs of.
+SOURCES: dict[str, str] = {
+    "reno": "Linux net/ipv4/tcp_cong.c (tcp_reno_cong_avoid, tcp_reno_ssthresh); RFC 5681",
+    "cubic": "Linux net/ipv4/tcp_cubic.c (module parameters); RFC 9438",
+    "bbr": "Linux net/ipv4/tcp_bbr.c (BBRv1)",
+    "bbr2": "google/bbr v2alpha branch, net/ipv4/tcp_bbr2.c",
+    "bbr3": "google/bbr v3 branch, net/ipv4/tcp_bbr.c",
+    "vegas": "Linux net/ipv4/tcp_vegas.c (module parameters)",
+    "dctcp": "Linux net/ipv4/tcp_dctcp.c (module parameters); RFC 8257",
+    "bbr_shallow": f"BBRv1 with cwnd_gain 1.5 ({_THESIS} “Sharing but not Caring”, §5)",
+    "bbr_cwnd_feedback": f"BBRv1 with the cwnd feedback loop ({_THESIS}, Algorithm 1)",
+    "bbr_sticky_rtprop": f"BBRv1 with a sticky RTprop ({_THESIS}, §5.5.2)",
+}
+
+
+def _defaults_bbr1(**changes: float) -> dict[str, float]:
+    d = {
+        "startup_gain": 739 / 256, "drain_gain": 88 / 256, "cwnd_gain": 2.0, "probe_bw_up_gain": 1.25,
+        "probe_bw_down_gain": 0.75, "bw_filter_rounds": 10, "min_rtt_win_s": 10, "probe_rtt_mode_ms": 200,
+        "cwnd_min_target": 4, "full_bw_thresh": 1.25, "full_bw_cnt": 3, "pacing_margin_percent": 1,
+        "extra_acked_gain": 1.0, "extra_acked_win_rtts": 5, "extra_acked_max_ms": 100, "lt_bw": 1,
+        "lt_intvl_min_rtts": 4, "lt_loss_thresh": 50 / 256, "lt_bw_max_rtts": 48, "sticky_rtprop": 0,
+        "sticky_probes": 3, "sticky_jump": 3.0, "cwnd_feedback": 0, "fb_loss_thresh": 0.02, "fb_rate_thresh": 0.95,
+        "fb_rtt_thresh": 1.5, "fb_gain_min": 1.0, "fb_gain_max": 2.0, "fb_decrease": 0.9, "fb_increase": 1 / 16,
+    }  # fmt: skip
+    return {k: float(v) for k, v in {**d, **changes}.items()}
+
+
+def _defaults_bbr3(**changes: float) -> dict[str, float]:
+    d = {
+        "startup_gain": 710 / 256, "startup_cwnd_gain": 2.0, "drain_gain": 88 / 256, "cwnd_gain": 2.0,
+        "probe_bw_up_gain": 1.25, "probe_bw_down_gain": 232 / 256, "probe_bw_up_cwnd_gain_extra": 0.25,
+        "min_rtt_win_s": 10, "probe_rtt_interval_ms": 5000, "probe_rtt_mode_ms": 200, "probe_rtt_cwnd_gain": 0.5,
+        "cwnd_min_target": 4, "full_bw_thresh": 1.25, "full_bw_cnt": 3, "full_loss_cnt": 6, "loss_thresh": 5 / 256,
+        "beta": 76 / 256, "inflight_headroom": 38 / 256, "bw_probe_max_rounds": 63, "bw_probe_rand_rounds": 2,
+        "bw_probe_base_ms": 2000, "bw_probe_rand_ms": 1000, "extra_acked_gain": 1.0, "extra_acked_win_rtts": 5,
+        "pacing_margin_percent": 1, "ecn_low": 0, "ecn_alpha_gain": 1 / 16, "ecn_factor": 85 / 256, "ecn_thresh": 0.5,
+        "ecn_max_rtt_us": 5000, "full_ecn_cnt": 2, "ecn_reprobe_gain": 0.5,
+    }  # fmt: skip
+    return {k: float(v) for k, v in {**d, **changes}.items()}
+
+
+_BBR2_ONLY = {"bw_probe_pif_gain": 1.25, "bw_probe_reno_gain": 1.0}
+_BBR3_ONLY = ("probe_bw_up_cwnd_gain_extra", "ecn_low", "ecn_alpha_gain", "ecn_factor", "ecn_thresh", "ecn_max_rtt_us",
+              "full_ecn_cnt", "ecn_reprobe_gain")  # fmt: skip
+
+#: ``{algorithm: {parameter: default}}``: the value the engine uses when a scenario leaves a parameter
+#: out (switches 1/0; gains exactly as the engine holds them, in 1/256 or 1/1024 units).
+#: ``tests/test_cca_params.py`` checks every one against the engine (``cclab._native.algorithm_defaults``).
+DEFAULTS: dict[str, dict[str, float]] = {
+    "reno": {},
+    "cubic": {"beta": 717 / 1024, "c": 410 / 1024, "fast_convergence": 1.0, "tcp_friendliness": 1.0, "hystart": 1.0},
+    "bbr": _defaults_bbr1(),
+    "bbr2": {
+        k: v for k, v in _defaults_bbr3(startup_gain=739 / 256, startup_cwnd_gain=739 / 256, probe_bw_down_gain=0.75,
+                                        full_loss_cnt=8, **_BBR2_ONLY).items()
+        if k not in _BBR3_ONLY
+    },  # fmt: skip
+    "bbr3": _defaults_bbr3(),
+    "vegas": {"alpha": 2.0, "beta": 4.0, "gamma": 1.0},
+    "dctcp": {"shift_g": 4.0, "alpha_on_init": 1024.0},
+    "bbr_shallow": _defaults_bbr1(cwnd_gain=1.5, fb_gain_max=1.5),
+    "bbr_cwnd_feedback": _defaults_bbr1(cwnd_feedback=1),
+    "bbr_sticky_rtprop": _defaults_bbr1(sticky_rtprop=1),
+}
+
+
+def algorithm_names() -> list[str]:
+    """Every algorithm name, sorted (as error messages list them)."""
+    return sorted(PARAMS)
+
+
+def check_algorithm(value: Any) -> str:
+    """``value`` if it names an algorithm; else a :class:`ScenarioError` (field ``""``) listing them."""
+    if not isinstance(value, str) or value not in PARAMS:
+        raise ScenarioError("", value, f"{show_value(value)} is not a known congestion control algorithm",
+                            f"allowed: {', '.join(algorithm_names())}")
+    return value
 
 #: Defaults the cross-parameter rules need (the engine's).
 _BBR1_CWND_GAIN = {"bbr_shallow": 1.5}
@@ -237,29 +350,45 @@ _BBR3_MIN_RTT_WIN_S = 10.0
 _BBR3_PROBE_RTT_INTERVAL_MS = 5000
 
 
-def describe(algorithm: str) -> list[tuple[str, str, str]]:
-    """``(parameter, allowed, meaning)`` rows for ``algorithm`` (for docs and ``cclab version``)."""
-    return [(name, p.allowed.removeprefix("expected "), p.doc) for name, p in PARAMS.get(algorithm, {}).items()]
+def format_default(algorithm: str, name: str) -> str:
+    """The default of ``algorithm``'s parameter ``name`` as shown in docs: ``true``/``false`` for
+    switches, an exact quantized gain as the fraction and its decimal (``739/256 ≈ 2.887``)."""
+    p, v = PARAMS[algorithm][name], DEFAULTS[algorithm][name]
+    if p.switch:
+        return "true" if v else "false"
+    if v == int(v):
+        return _num(v)
+    for unit in (256, 1024):
+        k = v * unit
+        if k == int(k) and round(v, 4) != v:
+            return f"{int(k)}/{unit} ≈ {v:.4g}"
+    return f"{v:g}"
+
+
+def describe(algorithm: str) -> list[tuple[str, str, str, str, str]]:
+    """``(parameter, allowed, meaning, default, source)`` rows for ``algorithm`` (``cclab algorithms``, docs)."""
+    return [(name, p.allowed.removeprefix("expected "), p.doc, format_default(algorithm, name), p.source)
+            for name, p in PARAMS[algorithm].items()]  # fmt: skip
 
 
 def check_params(algorithm: str, params: dict[str, Any], field: str = "") -> dict[str, float]:
-    """Check ``params`` of ``algorithm`` against the registry; return them as floats.
+    """Check ``params`` of ``algorithm`` (a name :func:`check_algorithm` accepts) against the
+    registry; return them as floats.
 
-    Raises :class:`ScenarioError` naming ``<field>.<parameter>``, the value
-    and the allowed range (or the rule two parameters break). Whether a name
-    is a parameter of the algorithm at all is the engine's list
-    (``cclab.scenario.known_algorithms``), checked by the callers; a name the
-    registry lacks (only possible with an engine newer than this file, see
-    ``tests/test_cca_params.py``) is passed on for the engine to check.
+    Raises :class:`ScenarioError` naming ``<field>.<parameter>``: a name that is
+    not a parameter of the algorithm (with the list of those that are), or the
+    value and the allowed range (or the rule two parameters break).
     """
-    registry = PARAMS.get(algorithm, {})
+    registry = PARAMS[algorithm]
+    for key, value in params.items():
+        if key not in registry:
+            listing = f"allowed: {', '.join(registry)}" if registry else f"{algorithm} takes no parameters"
+            raise ScenarioError(f"{field}.{key}" if field else str(key), value, f"unknown parameter of {algorithm!r}",
+                                listing)
     out: dict[str, float] = {}
     for key, value in params.items():
         where = f"{field}.{key}" if field else str(key)
-        p = registry.get(key)
-        if p is None:
-            out[str(key)] = _number(value, where, Param(-math.inf, math.inf))
-            continue
+        p = registry[key]
         number = _number(value, where, p)
         if not p.contains(number):
             raise ScenarioError(where, value, f"{show_value(value)} is out of range", p.allowed)

@@ -13,6 +13,11 @@ plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`), ``sweep``/``table``/
 Bad input — a missing file, a wrong unit, an unknown option, an existing
 record — is one red ``error: …`` line on stderr and exit code 2, never a
 traceback. Anything else is a bug and keeps its traceback.
+
+Start-up is kept short: this module imports only typer and cclab's light
+modules; rich, pandas, pyarrow, matplotlib, numpy, Dask and the engine are
+imported by the commands that use them (``cclab --version`` and
+``validate-scenario`` load none of the heavy ones; ``tests/test_startup.py``).
 """
 
 from __future__ import annotations
@@ -26,8 +31,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 try:  # typer >= 0.24 vendors click as typer._click
@@ -35,17 +38,43 @@ try:  # typer >= 0.24 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click import exceptions as click_exc
 
-from cclab.backends import BackendError
 from cclab.errors import ScenarioError
-from cclab.record import RecordError
 
 __all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
 
-#: Exceptions that mean "bad input", shown as one line (exit 2).
-USER_ERRORS: tuple[type[BaseException], ...] = (ScenarioError, RecordError, BackendError, OSError)
+class _LazyConsole:
+    """A ``rich.console.Console`` made on first use (importing rich costs start-up time)."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return getattr(self._console, name)
+
+
+console: Any = _LazyConsole(highlight=False)
+err_console: Any = _LazyConsole(stderr=True, highlight=False)
+
+#: Modules whose exception classes mean "bad input" (with ScenarioError and OSError), shown as one line
+#: (exit 2). They are looked up only if their module is loaded: an exception of a module never
+#: imported cannot have been raised, and importing it (pandas, …) would cost start-up time.
+_USER_ERROR_CLASSES = (("cclab.record", "RecordError"), ("cclab.backends", "BackendError"))
+
+
+def user_error_types() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean "bad input": ScenarioError, OSError, RecordError, BackendError."""
+    found: list[type[BaseException]] = [ScenarioError, OSError]
+    for module, name in _USER_ERROR_CLASSES:
+        loaded = sys.modules.get(module)
+        if loaded is not None and hasattr(loaded, name):
+            found.append(getattr(loaded, name))
+    return tuple(found)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -93,7 +122,9 @@ def user_errors() -> Iterator[None]:
             warnings.showwarning = show
             warnings.simplefilter("always", ScenarioWarning)
             yield
-    except USER_ERRORS as exc:
+    except Exception as exc:
+        if not isinstance(exc, user_error_types()):
+            raise
         if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.strerror:
             where = f"{exc.filename}: " if exc.filename else ""
             fail(f"{where}{exc.strerror}")
@@ -137,6 +168,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from cclab import __version__
+
+        typer.echo(f"cclab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                 help="Print cclab's version and exit (cclab version: also the engine's)."),
+) -> None:
+    """A congestion-control lab: one scenario file, a deterministic simulator and the real Linux stacks."""
+
+
 # --------------------------------------------------------------------------
 # run
 
@@ -155,6 +202,7 @@ def _num(x: Any, digits: int = 1) -> str:
 
 def flows_table(summary: dict[str, Any]) -> Table:
     """Per-flow metrics over the measure window."""
+    from rich.table import Table
     t = Table(title="flows (measure window)", title_justify="left")
     for name, justify in [("flow", "right"), ("cca", "left"), ("base RTT ms", "right"), ("goodput Mbps", "right"),
                           ("share %", "right"), ("retrans", "right"), ("RTT p50 ms", "right"),
@@ -170,6 +218,7 @@ def flows_table(summary: dict[str, Any]) -> Table:
 
 def aggregate_table(summary: dict[str, Any]) -> Table:
     """Aggregate and per-algorithm metrics over the measure window."""
+    from rich.table import Table
     agg = summary.get("aggregate", {})
     w = summary.get("window", {})
     t = Table(title=f"aggregate ({_num(w.get('from_s'), 1)}–{_num(w.get('to_s'), 1)} s)", title_justify="left",
@@ -288,59 +337,79 @@ def _fmt_rate(bps: Any) -> str:
     return f"{bps:g} bps"
 
 
-@app.command("validate-scenario")
-def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False)) -> None:
-    """Check a scenario file without running it; print what it resolves to."""
-    from cclab import api
-    from cclab.metrics import bdp_bytes
-    from cclab.resolve import ir_hash
+def _plain_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns padded to their widest cell (plain text: validate-scenario stays clear of rich's import)."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [headers, *rows]]
 
-    with user_errors():
-        _sc, _text, ir = api.prepare(file)
-    from cclab.resolve import link_field
+
+def describe_ir(ir: dict[str, Any], source: str) -> list[str]:
+    """What a scenario resolves to, as plain lines: link, run, resource estimate, flow groups
+    (``validate-scenario`` and ``run --dry-run``). User text is made printable."""
+    from cclab import limits
+    from cclab.errors import printable
+    from cclab.resolve import buffer_bytes_for_bdp, ir_hash, link_field
 
     m = ir["measure"]
-    console.print(f"[green]ok[/green] {safe(file)}: [bold]{safe(ir['name'])}[/bold] (IR hash {ir_hash(ir)[:8]})",
-                  soft_wrap=True)
-    console.print(
+    est = limits.estimate(ir)
+    lines = [
+        f"{printable(source)}: {printable(ir['name'])} (IR hash {ir_hash(ir)[:8]})",
         f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
-        f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}"
-    )
+        f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}",
+    ]
     for link in ir["links"]:
         cap = link["capacity"]
         rate = cap.get("rate_bps")
-        capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {safe(Path(cap.get('path', '')).name)}"
+        capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {printable(Path(cap.get('path', '')).name)}"
         buf = link["buffer"]
         crossing = [f["rtt_ns"] for f in ir["flows"] if link["name"] in f["path"] or link["name"] in f["ack_path"]]
         min_rtt = min(crossing or [f["rtt_ns"] for f in ir["flows"]])
         buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
                                            f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
-        if buf.get("bytes") and rate:
-            buf_text += f" ({buf['bytes'] / bdp_bytes(rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
+        if buf.get("bytes") and rate:  # the BDP the scenario's "bdp" buffers use (cclab.resolve)
+            buf_text += f" ({buf['bytes'] / buffer_bytes_for_bdp(1, rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
         loss = link["loss"]
         loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
         field = link_field(ir, link)
-        where = "" if field == "link" else f" {safe(link['from'])} → {safe(link['to'])}"
-        console.print(
-            f"  {safe(field)}{where}: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, "
-            f"loss {loss_text}, qdisc {_qdisc_text(link)}"
-            + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else ""), soft_wrap=True)
-    from cclab import limits
-
-    est = limits.estimate(ir)
-    over = est.over()
-    console.print(f"  estimate: {est.summary()}" + (" [bold yellow](above the limits: cclab run refuses it without "
-                                                      "--allow-large)[/bold yellow]" if over else ""), soft_wrap=True)
-    t = Table(title=f"{len(ir['flows'])} flow(s)", title_justify="left")
+        where = "" if field == "link" else f" {printable(link['from'])} → {printable(link['to'])}"
+        lines.append(f"  {printable(field)}{where}: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer "
+                     f"{buf_text or '–'}, loss {loss_text}, qdisc {_qdisc_text(link)}"
+                     + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else ""))
+    lines += [
+        f"  estimate: {est.summary()}"
+        + (" (above the limits: cclab run refuses it without --allow-large)" if est.over() else ""),
+        f"  {len(ir['flows'])} flow(s):",
+    ]
     topology = len(ir["links"]) > 1 or any(f["ack_path"] for f in ir["flows"])
-    for col in ("flow", "group", "cca", "params", "RTT", "start", "stop", "bytes") + (("path", "ack path") if topology else ()):
-        t.add_column(col)
+    rows = []
+    groups: dict[int, list[dict[str, Any]]] = {}
     for f in ir["flows"]:
-        params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (f.get("cca_params") or {}).items())
-        paths = (safe(" → ".join(f["path"])), safe(" → ".join(f["ack_path"])) or "–") if topology else ()
-        t.add_row(str(f["id"]), str(f["group"]), f["cca"], params or "–", _fmt_ns(f["rtt_ns"]), _fmt_ns(f["start_ns"], "s"),
-                  _fmt_ns(f.get("stop_ns"), "s"), str(f["bytes"]) if f.get("bytes") else "–", *paths)  # fmt: skip
-    console.print(t)
+        groups.setdefault(int(f["group"]), []).append(f)
+    for g, fl in groups.items():
+        first, last = fl[0], fl[-1]
+        params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (first.get("cca_params") or {}).items())
+        ids = str(first["id"]) if len(fl) == 1 else f"{first['id']}–{last['id']}"
+        start = _fmt_ns(first["start_ns"], "s") + ("" if len(fl) == 1 else f" … {_fmt_ns(last['start_ns'], 's')}")
+        paths = [printable(" → ".join(first["path"])), printable(" → ".join(first["ack_path"])) or "–"] if topology else []
+        rows.append([str(g), ids, first["cca"], params or "–", _fmt_ns(first["rtt_ns"]), start,
+                     _fmt_ns(first.get("stop_ns"), "s"), str(first["bytes"]) if first.get("bytes") else "–",
+                     "yes" if first.get("ecn") else "no", *paths])  # fmt: skip
+    lines += ["    " + line for line in _plain_table(
+        ["group", "flows", "cca", "params", "RTT", "start", "stop", "bytes", "ECN"] + (["path", "ack path"] if topology else []),
+        rows)]  # fmt: skip
+    return lines
+
+
+@app.command("validate-scenario")
+def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False)) -> None:
+    """Check a scenario file without running it; print what it resolves to."""
+    from cclab.resolve import resolve
+    from cclab.scenario import load_scenario
+
+    with user_errors():
+        ir = resolve(load_scenario(file))
+    lines = describe_ir(ir, str(file))
+    typer.echo(typer.style("ok", fg="green") + " " + "\n".join(lines))
 
 
 # --------------------------------------------------------------------------
@@ -363,12 +432,12 @@ def bench_cmd(
 @app.command("version")
 def version_cmd() -> None:
     """Print the versions of cclab and of the simulator engine, and its algorithms."""
-    from cclab import _native
-    from cclab.api import cclab_version
+    from cclab import __version__, _native
+    from cclab.cca_params import algorithm_names
 
-    console.print(f"cclab {cclab_version()}")
+    console.print(f"cclab {__version__}")
     console.print(f"engine {getattr(_native, 'ENGINE_VERSION', 'unknown')}")
-    console.print(f"algorithms: {', '.join(sorted(_native.algorithms()))}")
+    console.print(f"algorithms: {', '.join(algorithm_names())}")
     console.print(f"python {sys.version.split()[0]}")
 
 

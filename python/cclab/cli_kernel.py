@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.table import Table
 
 __all__ = ["register"]
 
@@ -31,6 +30,8 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """What this machine can run: root, netns, TUN, netem/tbf, iperf3, congestion controls, BPF struct_ops."""
+    from rich.table import Table
+
     from cclab.cli import console, err_console, fail
     from cclab.kernel import machine, netns
 
@@ -82,6 +83,8 @@ def compare_cmd(
     no_plot: bool = typer.Option(False, "--no-plot", help="Tables only."),
 ) -> None:
     """Compare two runs of the same scenario (any backends): per-flow and aggregate metrics side by side, differences, overlaid time series."""
+    from rich.table import Table
+
     from cclab.cli import console, err_console, user_errors
     from cclab.compare import compare
 

@@ -15,6 +15,7 @@ discipline's hard limit.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -125,7 +126,11 @@ def _allowed(p: Param) -> str:
 
 
 def check_param(name: str, key: str, value: Any) -> Any:
-    """Check one parameter of discipline ``name``; raises a ScenarioError with field ``key``."""
+    """Check one parameter of discipline ``name``; raises a ScenarioError with field ``key``.
+
+    Returns the value, durations, sizes, thresholds and rates parsed into their
+    :mod:`cclab.units` typed strings (which :func:`qdisc_ir` reads without parsing again).
+    """
     params = {p.name: p for p in PARAMS[name]}
     if key not in params:
         listing = f"allowed: {', '.join(params)}" if params else f"{name} takes no parameters"
@@ -133,17 +138,17 @@ def check_param(name: str, key: str, value: Any) -> Any:
     p = params[key]
     allowed = _allowed(p)
     if p.kind == "duration":
-        units.parse_duration(value, key, allow_zero=False)
+        value = units.Duration.parse(value, key, allow_zero=False)
     elif p.kind == "size":
-        n = units.parse_size(value, key)
-        if (p.low is not None and n < p.low) or (p.high is not None and n > p.high):
+        value = units.Size.parse(value, key)
+        if (p.low is not None and value.bytes < p.low) or (p.high is not None and value.bytes > p.high):
             raise ScenarioError(key, value, f"{show_value(value)} is out of range", allowed)
     elif p.kind == "threshold":
-        spec = units.parse_buffer(value, key)
-        if spec.kind == "bdp":
+        value = units.Buffer.parse(value, key)
+        if value.spec.kind == "bdp":
             raise ScenarioError(key, value, f"{show_value(value)} is a BDP multiple", allowed)
     elif p.kind == "rate":
-        units.parse_rate(value, key)
+        value = units.Rate.parse(value, key)
     elif p.kind == "bool":
         if not isinstance(value, bool):
             raise ScenarioError(key, value, f"{show_value(value)} is not true or false", allowed)
@@ -161,6 +166,12 @@ def check_param(name: str, key: str, value: Any) -> Any:
         elif not p.low <= value <= p.high:  # type: ignore[operator]
             raise ScenarioError(key, value, f"{value} is out of range", allowed)
     return value
+
+
+@functools.cache
+def _typed_defaults(name: str) -> dict[str, Any]:
+    """The defaults of discipline ``name``, parsed once per process (None: derived from the link)."""
+    return {p.name: None if p.default is None else check_param(name, p.name, p.default) for p in PARAMS[name]}
 
 
 def red_wlog(min_th: int, burst: int, avpkt: int) -> int | None:
@@ -187,19 +198,20 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
     ``limit_bytes``: the buffer in bytes (RED's default thresholds);
     ``link_rate_bps``: the rate at 0 s (RED's idle decay).
     """
-    given = dict(params)
-    for key, value in given.items():
+    given = {}
+    for key, value in params.items():
         try:
-            check_param(name, key, value)
+            given[key] = check_param(name, key, value)  # typed values (a validated scenario's) pass as they are
         except ScenarioError as exc:
             raise exc.within(field) from None
-    values = {p.name: given.get(p.name, p.default) for p in PARAMS[name]}
+    defaults = _typed_defaults(name)
+    values = {p.name: given.get(p.name, defaults[p.name]) for p in PARAMS[name]}
 
     def ns(key: str) -> int:
-        return units.parse_duration(values[key], f"{field}.{key}", allow_zero=False)
+        return units.Duration.parse(values[key], f"{field}.{key}", allow_zero=False).ns
 
     def size(key: str) -> int:
-        return units.parse_size(values[key], f"{field}.{key}")
+        return units.Size.parse(values[key], f"{field}.{key}").bytes
 
     if name in ("droptail", "drop_front", "random_drop"):
         return {"kind": name}
@@ -207,7 +219,7 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
         if values["k"] is None:
             raise ScenarioError(f"{field}.k", None, "the step marker needs its threshold k",
                                 'expected k = a size or a packet count (e.g. "30KB", "20pkts"; RFC 8257: K > C·RTT/7)')
-        spec = units.parse_buffer(values["k"], f"{field}.k")
+        spec = units.Buffer.parse(values["k"], f"{field}.k").spec
         return {"kind": "step", "k_bytes": int(spec.amount) if spec.kind == "bytes" else None,
                 "k_packets": int(spec.amount) if spec.kind == "packets" else None, "ecn": bool(values["ecn"])}
     if name == "codel":
@@ -243,7 +255,7 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
         need = math.ceil(min_th / avpkt)
         raise ScenarioError(f"{field}.burst", burst, f"a burst of {burst} packets is too small for min_th = {min_th} "
                             f"bytes (tc_red_eval_ewma)", f"expected burst ≥ {need} (min_th / avpkt)")  # fmt: skip
-    bandwidth = link_rate_bps if values["bandwidth"] is None else units.parse_rate(values["bandwidth"], f"{field}.bandwidth")
+    bandwidth = link_rate_bps if values["bandwidth"] is None else units.Rate.parse(values["bandwidth"], f"{field}.bandwidth").bps
     return {
         "kind": "red", "min_th_bytes": min_th, "max_th_bytes": max_th, "max_p": float(values["max_p"]),
         "weight": float(Fraction(1, 2**wlog)), "avpkt_bytes": avpkt, "bandwidth_bps": int(bandwidth),

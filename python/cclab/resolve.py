@@ -51,9 +51,8 @@ from typing import Any
 
 from . import qdisc as qdiscs
 from . import units
-from .cca_params import check_params
 from .errors import ScenarioError, ScenarioWarning
-from .scenario import ONE_LINK_NODES, HEADER_BYTES, Cca, Link, LossModel, Scenario, known_algorithms
+from .scenario import ONE_LINK_NODES, HEADER_BYTES, Cca, Link, LossModel, Scenario
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir",
@@ -201,7 +200,8 @@ def buffer_bytes_for_bdp(multiple: Decimal | float | str, rate_bps: Fraction | i
     return math.ceil(exact)
 
 
-def _loss_ir(loss: Any, field: str) -> dict[str, Any]:
+def _loss_ir(loss: Any) -> dict[str, Any]:
+    """A validated ``loss`` (a float, a :class:`~cclab.units.Percent` or a :class:`LossModel`) as IR."""
     if isinstance(loss, LossModel):
         if loss.model == "bernoulli":
             return {"kind": "bernoulli", "p": float(loss.p)}
@@ -212,28 +212,18 @@ def _loss_ir(loss: Any, field: str) -> dict[str, Any]:
             "h": 0.0 if loss.h is None else float(loss.h),
             "k": 1.0 if loss.k is None else float(loss.k),
         }
-    return {"kind": "bernoulli", "p": units.parse_probability(loss, field)}
+    return {"kind": "bernoulli", "p": loss.p if isinstance(loss, units.Percent) else float(loss)}
 
 
-def _cca(group_index: int, cca: str | Cca) -> tuple[str, dict[str, float]]:
-    """Check the algorithm again (the engine may have changed since the scenario was built)."""
-    field = f"flows[{group_index}].cca"
-    name = cca if isinstance(cca, str) else cca.name
-    params = {} if isinstance(cca, str) else dict(cca.params)
-    algorithms = known_algorithms()
-    if name not in algorithms:
-        raise ScenarioError(field, name, f"{name!r} is not a known congestion control algorithm",
-                            f"allowed: {', '.join(sorted(algorithms))}")
-    for key, value in params.items():
-        if key not in algorithms[name]:
-            allowed = f"allowed: {', '.join(algorithms[name])}" if algorithms[name] else f"{name} takes no parameters"
-            raise ScenarioError(f"{field}.{key}", value, f"unknown parameter of {name!r}", allowed)
-    checked = check_params(name, params, field)
-    return name, {key: checked[key] for key in sorted(checked)}
+def _cca(cca: str | Cca) -> tuple[str, dict[str, float]]:
+    """The algorithm and its parameters (checked against :mod:`cclab.cca_params` when the scenario was built)."""
+    if isinstance(cca, str):
+        return cca, {}
+    return cca.name, {key: cca.params[key] for key in sorted(cca.params)}
 
 
-def _rate(value: str, field: str) -> int:
-    rate = units.parse_rate(value, field)
+def _rate(value: units.Rate, field: str) -> int:
+    rate = value.bps
     if rate > MAX_RATE_BPS:
         raise ScenarioError(field, value, f"{value!r} is above the simulator's highest rate",
                             "expected at most 1Tbps (the clock ticks in ns: a 1500-byte packet takes 12 ns at 1 Tbps)")
@@ -241,21 +231,25 @@ def _rate(value: str, field: str) -> int:
 
 
 def resolve(scenario: Scenario) -> dict[str, Any]:
-    """Resolve ``scenario`` into the IR dict of docs/ir.md (raises :class:`ScenarioError`)."""
+    """Resolve ``scenario`` into the IR dict of docs/ir.md (raises :class:`ScenarioError`).
+
+    Every value was parsed when the scenario was validated (typed values of
+    :mod:`cclab.units`); this only relates them and fills in what is derived.
+    """
     fmt_d = units.format_duration
-    duration = units.parse_duration(scenario.duration, "duration", allow_zero=False)
+    duration = scenario.duration.ns
     within_run = f"expected a time before the end of the run (duration = {scenario.duration!r})"
 
-    sample = units.parse_duration(scenario.sample_interval, "sample_interval", allow_zero=False)
+    sample = scenario.sample_interval.ns
     if sample > duration:
         raise ScenarioError("sample_interval", scenario.sample_interval,
                             f"{scenario.sample_interval!r} is longer than the run",
                             f"expected at most the duration ({scenario.duration!r})")
 
-    measure_from = units.parse_duration(scenario.measure.from_, "measure.from")
+    measure_from = scenario.measure.from_.ns
     measure_to = duration
     if scenario.measure.to is not None:
-        measure_to = units.parse_duration(scenario.measure.to, "measure.to", allow_zero=False)
+        measure_to = scenario.measure.to.ns
         if measure_to > duration:
             raise ScenarioError("measure.to", scenario.measure.to,
                                 f"{scenario.measure.to!r} is after the end of the run",
@@ -293,16 +287,16 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
     flows: list[dict[str, Any]] = []
     for g, group in enumerate(scenario.flows):
         where = f"flows[{g}]"
-        cca, cca_params = _cca(g, group.cca)
+        cca, cca_params = _cca(group.cca)
         path, ack_path = _paths(group, where, names, nodes)
         fwd = sum(resolved[name].delay for name in path)
         back = sum(resolved[name].delay for name in ack_path)
         rtt = _flow_rtt(group, where, path, ack_path, fwd, back, resolved)
-        start = units.parse_duration(group.start, f"{where}.start")
-        stagger = units.parse_duration(group.stagger, f"{where}.stagger")
-        stop = None if group.stop is None else units.parse_duration(group.stop, f"{where}.stop", allow_zero=False)
-        nbytes = None if group.bytes is None else units.parse_size(group.bytes, f"{where}.bytes")
-        rwnd = None if group.rwnd is None else units.parse_size(group.rwnd, f"{where}.rwnd")
+        start = group.start.ns
+        stagger = group.stagger.ns
+        stop = None if group.stop is None else group.stop.ns
+        nbytes = None if group.bytes is None else group.bytes.bytes
+        rwnd = None if group.rwnd is None else group.rwnd.bytes
         if rwnd is not None and rwnd < mss:
             raise ScenarioError(f"{where}.rwnd", group.rwnd, f"{group.rwnd!r} is less than one segment",
                                 f"expected at least mss = {mss} bytes")
@@ -365,7 +359,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "capacity": r.capacity,
             "delay_ns": r.delay,
             "buffer": buffer,
-            "loss": _loss_ir(link.loss, f"{field}.loss"),
+            "loss": _loss_ir(link.loss),
             "schedule": r.schedule,
             "qdisc": qdisc,
         })
@@ -385,9 +379,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "more than the 4 GiB a socket buffer can be",
                             "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
-    from .jitter import jitter_table
-
-    jitter = jitter_table(scenario.host.jitter, "host.jitter")
+    jitter = scenario.host.jitter_table
     if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
         raise ScenarioError("host.jitter", scenario.host.jitter, "host jitter is modelled on one-link topologies with "
                             "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
@@ -440,18 +432,18 @@ def _link_ir(link: Link, field: str, duration: int, within_run: str, mss: int, p
         capacity = {"kind": "constant", "rate_bps": rate_bps}
         initial_rate = Fraction(rate_bps)
         rate_words = f"{field}.rate {link.rate!r}"
-    delay = units.parse_duration(link.delay, f"{field}.delay")
+    delay = link.delay.ns
     schedule: list[dict[str, Any]] = []
     for index, entry in enumerate(link.schedule):
         where = f"{field}.schedule[{index}]"
-        at = units.parse_duration(entry.at, f"{where}.at", allow_zero=False)
+        at = entry.at.ns
         if at >= duration:
             raise ScenarioError(f"{where}.at", entry.at, f"{entry.at!r} is not before the end of the run", within_run)
         schedule.append({
             "at_ns": at,
             "rate_bps": None if entry.rate is None else _rate(entry.rate, f"{where}.rate"),
-            "delay_ns": None if entry.delay is None else units.parse_duration(entry.delay, f"{where}.delay"),
-            "loss": None if entry.loss is None else _loss_ir(entry.loss, f"{where}.loss"),
+            "delay_ns": None if entry.delay is None else entry.delay.ns,
+            "loss": None if entry.loss is None else _loss_ir(entry.loss),
         })
     return _Link(capacity, initial_rate, rate_words, delay, schedule)
 
@@ -514,7 +506,7 @@ def _flow_rtt(group: Any, where: str, path: list[str], ack_path: list[str], fwd:
             raise ScenarioError(f"{where}.rtt", None, "required field missing: the links of its path have no delay",
                                 'expected e.g. rtt = "25ms"')
         return rtt
-    rtt = units.parse_duration(group.rtt, f"{where}.rtt", allow_zero=False)
+    rtt = group.rtt.ns
     if rtt < fwd + back:
         parts = f"{fmt_d(fwd)} over {', '.join(path)}"
         if ack_path:
@@ -527,7 +519,7 @@ def _flow_rtt(group: Any, where: str, path: list[str], ack_path: list[str], fwd:
 
 def _buffer_ir(link: Link, field: str, packet: int, r: _Link, min_rtt: int, rtt_words: str) -> dict[str, Any]:
     fmt_d = units.format_duration
-    spec = units.parse_buffer(link.buffer, f"{field}.buffer")
+    spec = link.buffer.spec
     buffer: dict[str, Any] = {"bytes": None, "packets": None}
     if spec.kind == "packets":
         buffer["packets"] = int(spec.amount)

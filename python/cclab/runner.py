@@ -51,7 +51,8 @@ class Task:
     scenario: dict[str, Any]
     points: list[Point]
     allow_large: bool = False
-    ir: dict[str, Any] | None = None  # the resolved IR (for estimates; not sent to workers)
+    ir: dict[str, Any] | None = None  # the resolved IR: what a worker runs (resolved once, by `plan`)
+    scenario_toml: str = ""  # the scenario as the record keeps it (scenario.toml)
 
 
 @dataclass
@@ -85,7 +86,7 @@ def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[
 
     where = f"{sweep.source}: " if sweep.source else ""
     tasks: dict[str, Task] = {}
-    for p, ir in validate(sweep):
+    for p, scenario, ir in validate(sweep):
         try:
             limits.check(ir, backend=backend, allow_large=allow_large)
         except ScenarioError as e:
@@ -94,24 +95,23 @@ def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[
         if rid in tasks:
             tasks[rid].points.append(p)
         else:
-            tasks[rid] = Task(rid, p.scenario, [p], ir=ir)
+            tasks[rid] = Task(rid, p.scenario, [p], ir=ir, scenario_toml=scenario.to_toml())
     return list(tasks.values())
 
 
-def execute_run(scenario: dict[str, Any], base_dir: str, run_dir: str, backend: str,
+def execute_run(ir: dict[str, Any], scenario_toml: str, run_dir: str, backend: str,
                 allow_large: bool = False) -> dict[str, Any]:  # fmt: skip
-    """Worker entry point: build the scenario and write its record to `run_dir`.
+    """Worker entry point: run the resolved IR (resolved once, by :func:`plan`) and write its record to `run_dir`.
 
     Returns {"ok": bool, "error": str | None, "wall_s": float}; an exception
     of the run becomes `ok=False` with its text (only Ctrl-C and exits propagate).
     """
     t0 = time.monotonic()
     try:
-        from cclab.api import run_to_dir
-        from cclab.scenario import scenario_from_dict
+        from cclab.api import run_resolved
 
         kwargs = {"allow_large": True} if allow_large else {}
-        run_to_dir(scenario_from_dict(scenario, Path(base_dir)), Path(run_dir), backend=backend, **kwargs)
+        run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep
         tb = traceback.format_exc(limit=8)
@@ -225,7 +225,7 @@ def _run_todo(todo: list[Task], sweep: Sweep, store: SweepStore, outcome: SweepO
 
 
 def _args(task: Task, sweep: Sweep, store: SweepStore, backend: str) -> tuple:
-    return (task.scenario, str(sweep.base_dir), str(store.run_dir(task.run_id)), backend, task.allow_large)
+    return (task.ir, task.scenario_toml, str(store.run_dir(task.run_id)), backend, task.allow_large)
 
 
 def _die_with_parent() -> None:

@@ -43,16 +43,20 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     [host]                           # optional
     jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
 
-The models keep the strings users wrote (``rate == "80Mbps"``); :mod:`cclab.resolve`
-converts them into the integer IR. Each field is checked here on its own
-(units, signs, names); checks that relate fields (start before the end of the
-run, buffer at least one packet, ...) happen in :func:`cclab.resolve.resolve`,
-which every run goes through.
+Each value is parsed once, here: the models keep the strings users wrote
+(``rate == "80Mbps"``, printed and saved as written) as typed values that
+carry their exact meaning (:class:`cclab.units.Rate` ``.bps``,
+:class:`~cclab.units.Duration` ``.ns``, :class:`~cclab.units.Size` ``.bytes``,
+:class:`~cclab.units.Buffer` ``.spec``, :class:`~cclab.units.Percent` ``.p``),
+which :mod:`cclab.resolve` turns into the integer IR without parsing again.
+Each field is checked here on its own (units, signs, names); checks that
+relate fields (start before the end of the run, buffer at least one packet,
+...) happen in :func:`cclab.resolve.resolve`, which every run goes through.
 
 Every problem raises :class:`~cclab.errors.ScenarioError` (one line naming the
 field, the value and what is allowed) — also when the models are built or
 assigned from Python. Algorithm names and parameters are checked against the
-engine (``cclab._native.algorithms()``).
+one registry, :mod:`cclab.cca_params` (which the tests hold equal to the engine's list).
 """
 
 from __future__ import annotations
@@ -62,9 +66,10 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import tomli_w
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError,
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainValidator, PrivateAttr, ValidationError,
                       field_validator, model_validator)
 
+from . import cca_params
 from . import qdisc as qdiscs
 from . import tomlio, units
 from .errors import ScenarioError, from_validation_error, show_value
@@ -108,25 +113,24 @@ _LOSS_MODELS = {"gilbert-elliott": "gilbert-elliott", "gilbert_elliott": "gilber
 
 
 def known_algorithms() -> dict[str, list[str]]:
-    """``{algorithm name: [parameter names]}`` as the simulator engine knows them."""
-    from . import _native
-
-    return {str(name): [str(p) for p in params] for name, params in _native.algorithms().items()}
+    """``{algorithm name: [parameter names]}`` from the registry (:data:`cclab.cca_params.PARAMS`)."""
+    return {name: list(params) for name, params in cca_params.PARAMS.items()}
 
 
-def _check(parse, **options):
-    def check(value: Any) -> Any:
-        parse(value, "", **options)
-        return value
+def _typed(kind: type, **options: Any) -> PlainValidator:
+    """Parse the user's string once into ``kind`` (a :mod:`cclab.units` typed string)."""
 
-    return BeforeValidator(check)
+    def parse(value: Any) -> Any:
+        return kind.parse(value, "", **options)  # type: ignore[attr-defined]
+
+    return PlainValidator(parse, json_schema_input_type=str)
 
 
-Rate = Annotated[str, _check(units.parse_rate)]
-Duration = Annotated[str, _check(units.parse_duration)]
-PositiveDuration = Annotated[str, _check(units.parse_duration, allow_zero=False)]
-Size = Annotated[str, _check(units.parse_size)]
-Buffer = Annotated[str, _check(units.parse_buffer)]
+Rate = Annotated[str, _typed(units.Rate)]
+Duration = Annotated[str, _typed(units.Duration)]
+PositiveDuration = Annotated[str, _typed(units.Duration, allow_zero=False)]
+Size = Annotated[str, _typed(units.Size)]
+Buffer = Annotated[str, _typed(units.Buffer)]
 
 
 def clip_name(name: Any) -> str:
@@ -162,7 +166,7 @@ def _translated(exc: ValidationError, where: str) -> ScenarioError:
 class _Model(BaseModel):
     """Common behaviour: unknown fields rejected, errors as one-line ScenarioErrors."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True, validate_default=True)
     #: Field path of this table inside a scenario, used for errors when built on its own.
     _where: ClassVar[str] = ""
 
@@ -268,12 +272,14 @@ def _loss(value: Any) -> Any:
         return value
     if isinstance(value, dict):
         return LossModel.model_validate(value)
-    units.parse_probability(value, "")
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(value, str):
+        return units.Percent.parse(value, "")
+    return units.parse_probability(value, "")
 
 
-#: ``loss``: a probability in [0, 1) as a number (``0.01``) or percentage (``"1%"``), or a :class:`LossModel`.
-Loss = Annotated[float | str | LossModel, BeforeValidator(_loss)]
+#: ``loss``: a probability in [0, 1) as a number (``0.01``) or percentage (``"1%"``, a
+#: :class:`cclab.units.Percent`), or a :class:`LossModel`.
+Loss = Annotated[Any, PlainValidator(_loss, json_schema_input_type=float | str | dict)]
 
 
 
@@ -328,8 +334,8 @@ class Qdisc(_Model):
 
     @model_validator(mode="after")
     def _params(self) -> Qdisc:
-        for key, value in self.params.items():
-            qdiscs.check_param(self.name, key, value)
+        typed = {key: qdiscs.check_param(self.name, key, value) for key, value in self.params.items()}
+        self.params.update(typed)  # parsed once: durations, sizes and rates as cclab.units typed values
         return self
 
 
@@ -435,7 +441,7 @@ class Link(_Model):
                                 "use rate = … as the initial capacity with a schedule, or a trace alone")
         previous = 0
         for index, entry in enumerate(self.schedule):
-            at = units.parse_duration(entry.at, "")
+            at = entry.at.ns
             if index == 0 and at == 0:
                 raise ScenarioError("schedule[0].at", entry.at, f"{entry.at!r} is not after 0s",
                                     "rate, delay and loss of the link give the values at 0s; "
@@ -506,7 +512,7 @@ class Cca(_Model):
         if isinstance(data, BaseModel):
             return data
         data = _flatten_named_table(data, 'expected e.g. { name = "bbr", cwnd_gain = 1.5 }',
-                                    f"expected an algorithm name; allowed: {', '.join(sorted(known_algorithms()))}",
+                                    f"expected an algorithm name; allowed: {', '.join(cca_params.algorithm_names())}",
                                     "expected parameter names with numbers")  # fmt: skip
         params = data["params"]
         for key, number in params.items():
@@ -521,27 +527,13 @@ class Cca(_Model):
     @field_validator("name", mode="before")
     @classmethod
     def _name(cls, value: Any) -> Any:
-        _check_algorithm(value)
-        return value
+        return cca_params.check_algorithm(value)
 
     @model_validator(mode="after")
     def _params(self) -> Cca:
-        from .cca_params import check_params
-
-        allowed = known_algorithms()[self.name]
-        listing = f"allowed: {', '.join(allowed)}" if allowed else f"{self.name} takes no parameters"
-        for key, value in self.params.items():
-            if key not in allowed:
-                raise ScenarioError(key, value, f"unknown parameter of {self.name!r}", listing)
-        check_params(self.name, self.params)  # each value in its range (cclab.cca_params), and the rules between them
+        # names, each value in its range, and the rules between them (cclab.cca_params)
+        cca_params.check_params(self.name, self.params)
         return self
-
-
-def _check_algorithm(value: Any) -> None:
-    algorithms = known_algorithms()
-    if not isinstance(value, str) or value not in algorithms:
-        raise ScenarioError("", value, f"{show_value(value)} is not a known congestion control algorithm",
-                            f"allowed: {', '.join(sorted(algorithms))}")
 
 
 class FlowGroup(_Model):
@@ -615,8 +607,7 @@ class FlowGroup(_Model):
     def _cca(cls, value: Any) -> Any:
         if isinstance(value, (Cca, dict)):
             return value if isinstance(value, Cca) else Cca.model_validate(value)
-        _check_algorithm(value)
-        return value
+        return cca_params.check_algorithm(value)
 
     @field_validator("count", mode="before")
     @classmethod
@@ -651,19 +642,25 @@ class Measure(_Model):
 
 
 class Host(_Model):
-    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`)."""
+    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`), kept as
+    written and as the engine's quantile table (:attr:`jitter_table`)."""
 
     _where: ClassVar[str] = "host"
 
-    jitter: dict[str, Any] | None = None
+    jitter: Any = None  # checked by jitter_table (one line with the allowed forms)
+    _jitter_table: list[int] = PrivateAttr(default_factory=list)
 
-    @field_validator("jitter", mode="before")
-    @classmethod
-    def _jitter(cls, value: Any) -> Any:
+    @model_validator(mode="after")
+    def _table(self) -> Host:
         from .jitter import jitter_table
 
-        jitter_table(value, "")  # every check, one line each
-        return value
+        self._jitter_table = jitter_table(self.jitter, "jitter")  # every check, one line each
+        return self
+
+    @property
+    def jitter_table(self) -> list[int]:
+        """``host.jitter_ns`` of the IR (``[]``: no jitter)."""
+        return self._jitter_table
 
 
 class Scenario(_Model):

@@ -390,13 +390,14 @@ def apply_params(base: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def validate(sweep: Sweep) -> list[tuple[Point, dict[str, Any]]]:
-    """Check every axis value, then every point; return (point, resolved IR) pairs.
+def validate(sweep: Sweep) -> list[tuple[Point, Any, dict[str, Any]]]:
+    """Check every axis value, then every point; return (point, Scenario, resolved IR) triples.
 
     Each axis value is first tried alone on the base scenario so that a bad
     value is reported with the axis that produced it; then every point is
     validated and resolved (some values are only wrong together, e.g. an RTT
-    below twice the link delay), and an error names the point.
+    below twice the link delay), and an error names the point. This is the
+    only time a point is resolved: the runner sends the IR to the workers.
     """
     from cclab.errors import ScenarioError
     from cclab.resolve import resolve
@@ -418,7 +419,8 @@ def validate(sweep: Sweep) -> list[tuple[Point, dict[str, Any]]]:
     out = []
     for p in points:
         try:
-            out.append((p, resolve(scenario_from_dict(p.scenario, sweep.base_dir))))
+            scenario = scenario_from_dict(p.scenario, sweep.base_dir)
+            out.append((p, scenario, resolve(scenario)))
         except ScenarioError as e:
             raise SweepError(f"{where}point {describe(p.params)}: {e}") from None
     return out

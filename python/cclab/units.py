@@ -24,6 +24,12 @@ error wherever it makes no sense (``allow_zero=False``).
 
 Every error is a :class:`~cclab.errors.ScenarioError` naming the field, the
 value as given and the accepted units.
+
+Parsed once: :class:`Rate`, :class:`Duration`, :class:`Size`, :class:`Buffer`
+and :class:`Percent` are the strings users wrote (they compare, hash, print
+and serialise as that string) carrying the exact parsed value (``.bps``,
+``.ns``, ``.bytes``, ``.spec``, ``.p``). The scenario models hold these, so
+resolution reads ``scenario.duration.ns`` instead of parsing the text again.
 """
 
 from __future__ import annotations
@@ -38,7 +44,12 @@ from typing import Any, Literal
 from .errors import ScenarioError, show_value
 
 __all__ = [
+    "Buffer",
     "BufferSpec",
+    "Duration",
+    "Percent",
+    "Rate",
+    "Size",
     "parse_rate",
     "parse_duration",
     "parse_size",
@@ -180,6 +191,72 @@ def parse_buffer(value: Any, field: str = "buffer") -> BufferSpec:
         return BufferSpec("bytes", _whole(value, field, Fraction(number) * SIZE_UNITS[unit], "bytes", _BUFFER_ALLOWED))
     raise ScenarioError(field, value, f"{show_value(value)} is not a buffer size (unknown unit {unit!r})",
                         _BUFFER_ALLOWED)
+
+
+class Rate(str):
+    """A rate as written (``"80Mbps"``) with its exact value ``bps`` (bit/s)."""
+
+    bps: int
+
+    @classmethod
+    def parse(cls, value: Any, field: str = "rate", *, allow_zero: bool = False) -> Rate:
+        if type(value) is cls and (allow_zero or value.bps):
+            return value
+        return _typed(cls, value, "bps", parse_rate(value, field, allow_zero=allow_zero))
+
+
+class Duration(str):
+    """A duration as written (``"25ms"``) with its exact value ``ns`` (nanoseconds)."""
+
+    ns: int
+
+    @classmethod
+    def parse(cls, value: Any, field: str = "duration", *, allow_zero: bool = True) -> Duration:
+        if type(value) is cls and (allow_zero or value.ns):
+            return value
+        return _typed(cls, value, "ns", parse_duration(value, field, allow_zero=allow_zero))
+
+
+class Size(str):
+    """A size as written (``"100KB"``) with its exact value ``bytes``."""
+
+    bytes: int
+
+    @classmethod
+    def parse(cls, value: Any, field: str = "size", *, allow_zero: bool = False) -> Size:
+        if type(value) is cls and (allow_zero or value.bytes):
+            return value
+        return _typed(cls, value, "bytes", parse_size(value, field, allow_zero=allow_zero))
+
+
+class Buffer(str):
+    """A buffer as written (``"1.75bdp"``, ``"64pkts"``, ``"100KB"``) with its :class:`BufferSpec` ``spec``."""
+
+    spec: BufferSpec
+
+    @classmethod
+    def parse(cls, value: Any, field: str = "buffer") -> Buffer:
+        if type(value) is cls:
+            return value
+        return _typed(cls, value, "spec", parse_buffer(value, field))
+
+
+class Percent(str):
+    """A probability written as a percentage (``"1%"``) with its value ``p`` (a float in [0, 1])."""
+
+    p: float
+
+    @classmethod
+    def parse(cls, value: str, field: str = "p", **options: Any) -> Percent:
+        if type(value) is cls and not options:
+            return value
+        return _typed(cls, value, "p", parse_probability(value, field, **options))
+
+
+def _typed(cls: type, text: str, attribute: str, value: Any) -> Any:
+    out = cls(text)
+    setattr(out, attribute, value)
+    return out
 
 
 def parse_probability(value: Any, field: str = "p", *, upper: float = 1.0, upper_inclusive: bool = False,

@@ -19,6 +19,18 @@ fn algorithms(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// `{parameter: default}` of one algorithm as the engine applies it (`cc::defaults`).
+#[pyfunction]
+fn algorithm_defaults<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyDict>> {
+    let defaults = cclab_sim::cc::defaults(name)
+        .ok_or_else(|| PyValueError::new_err(format!("unknown congestion control '{name}'")))?;
+    let d = PyDict::new_bound(py);
+    for (k, v) in defaults {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
 macro_rules! put {
     ($py:expr, $d:expr, $src:expr, $($field:ident),+) => {
         $( $d.set_item(stringify!($field), std::mem::take(&mut $src.$field).into_pyarray_bound($py))?; )+
@@ -91,6 +103,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ENGINE_VERSION", env!("CARGO_PKG_VERSION"))?;
     m.add("IR_VERSION", cclab_sim::scenario::IR_VERSION)?;
     m.add_function(wrap_pyfunction!(algorithms, m)?)?;
+    m.add_function(wrap_pyfunction!(algorithm_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     #[cfg(target_os = "linux")]
     m.add_function(wrap_pyfunction!(link_main, m)?)?;

@@ -10,6 +10,7 @@
 //! Dispatch is one closed enum ([`Cc`]) over all algorithms: no trait objects.
 
 use crate::time::{Bandwidth, Dur, Time};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 pub mod bbr;
@@ -215,16 +216,28 @@ impl std::fmt::Display for CcError {
 pub(crate) struct Params<'a> {
     pub cca: &'a str,
     pub map: BTreeMap<String, f64>,
+    /// When set, each parameter's default is noted here as it is taken ([`defaults`]).
+    defaults: Option<&'a RefCell<Vec<(String, f64)>>>,
 }
 
 impl<'a> Params<'a> {
     pub fn new(cca: &'a str, map: &BTreeMap<String, f64>) -> Self {
-        Params { cca, map: map.clone() }
+        Params { cca, map: map.clone(), defaults: None }
+    }
+    fn note(&self, name: &str, default: f64) {
+        if let Some(d) = self.defaults {
+            let mut d = d.borrow_mut();
+            if !d.iter().any(|(n, _)| n == name) {
+                d.push((name.to_string(), default));
+            }
+        }
     }
     pub fn take(&mut self, name: &str, default: f64) -> f64 {
+        self.note(name, default);
         self.map.remove(name).unwrap_or(default)
     }
     pub fn take_bool(&mut self, name: &str, default: bool) -> bool {
+        self.note(name, if default { 1.0 } else { 0.0 });
         self.map.remove(name).map(|v| v != 0.0).unwrap_or(default)
     }
     pub fn finish(self, known: &[&str]) -> Result<(), CcError> {
@@ -295,29 +308,36 @@ macro_rules! dispatch {
     };
 }
 
+/// Every parameter of algorithm `name` with the default the engine uses when a
+/// scenario leaves it out, in the order the algorithm reads them (switches as
+/// 1.0/0.0, gains as real numbers, e.g. BBR's Startup gain 739/256). `None`
+/// for an unknown algorithm. The front end's parameter registry is checked
+/// against this (tests/test_cca_params.py).
+pub fn defaults(name: &str) -> Option<Vec<(String, f64)>> {
+    let seen = RefCell::new(Vec::new());
+    let p = Params { cca: name, map: BTreeMap::new(), defaults: Some(&seen) };
+    Cc::build(name, p, 1).ok()?;
+    Some(seen.into_inner())
+}
+
 impl Cc {
     /// Build an algorithm by name. `seed` feeds algorithms that randomize (BBR's
     /// ProbeBW start phase); it is derived from the scenario seed and flow id.
     pub fn new(name: &str, params: &BTreeMap<String, f64>, seed: u64) -> Result<Cc, CcError> {
-        let _ = seed;
+        Cc::build(name, Params::new(name, params), seed)
+    }
+
+    fn build(name: &str, p: Params, seed: u64) -> Result<Cc, CcError> {
         match name {
-            "reno" => Ok(Cc::Reno(reno::Reno::from_params(Params::new(name, params))?)),
-            "cubic" => Ok(Cc::Cubic(cubic::Cubic::from_params(Params::new(name, params))?)),
+            "reno" => Ok(Cc::Reno(reno::Reno::from_params(p)?)),
+            "cubic" => Ok(Cc::Cubic(cubic::Cubic::from_params(p)?)),
             "bbr" | "bbr_shallow" | "bbr_cwnd_feedback" | "bbr_sticky_rtprop" => {
-                Ok(Cc::Bbr(bbr::Bbr::from_params(Params::new(name, params), seed)?))
+                Ok(Cc::Bbr(bbr::Bbr::from_params(p, seed)?))
             }
-            "bbr2" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(
-                Params::new(name, params),
-                seed,
-                bbr3::Bbr3Config::v2alpha(),
-            )?)),
-            "bbr3" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(
-                Params::new(name, params),
-                seed,
-                bbr3::Bbr3Config::default(),
-            )?)),
-            "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(Params::new(name, params))?)),
-            "dctcp" => Ok(Cc::Dctcp(dctcp::Dctcp::from_params(Params::new(name, params))?)),
+            "bbr2" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(p, seed, bbr3::Bbr3Config::v2alpha())?)),
+            "bbr3" => Ok(Cc::Bbr3(bbr3::Bbr3::from_params(p, seed, bbr3::Bbr3Config::default())?)),
+            "vegas" => Ok(Cc::Vegas(vegas::Vegas::from_params(p)?)),
+            "dctcp" => Ok(Cc::Dctcp(dctcp::Dctcp::from_params(p)?)),
             _ => Err(CcError(format!(
                 "unknown congestion control '{name}'; allowed: {}",
                 ALGORITHMS.join(", ")
@@ -453,4 +473,26 @@ pub fn tcp_cong_avoid_ai(conn: &mut Conn, cwnd_cnt: &mut u32, w: u32, acked: u32
         conn.cwnd += delta;
     }
     conn.cwnd = conn.cwnd.min(conn.cwnd_clamp);
+}
+
+#[cfg(test)]
+mod defaults_tests {
+    use super::{defaults, parameters, ALGORITHMS};
+
+    #[test]
+    fn defaults_name_every_parameter_once_with_the_value_used() {
+        for name in ALGORITHMS {
+            let d = defaults(name).expect(name);
+            let mut got: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+            let mut want = parameters(name).unwrap().to_vec();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "{name}");
+        }
+        let cubic = defaults("cubic").unwrap();
+        assert!(cubic.contains(&("beta".to_string(), 717.0 / 1024.0)));
+        let shallow = defaults("bbr_shallow").unwrap();
+        assert!(shallow.contains(&("cwnd_gain".to_string(), 1.5)));
+        assert!(defaults("nope").is_none());
+    }
 }

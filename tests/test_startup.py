@@ -1,0 +1,90 @@
+"""Start-up: `cclab --version` and `cclab validate-scenario` import none of the heavy libraries.
+
+Not a timing test (timings are measured, docs/performance.md "Start-up"): it checks *which
+modules* a fresh interpreter has loaded after each command, so an eager import of pandas,
+pyarrow, matplotlib, numpy, scipy or Dask on these paths fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Loaded by no command that does not need them (docs/performance.md).
+HEAVY = ("pandas", "pyarrow", "matplotlib", "numpy", "scipy", "dask", "distributed")
+
+PROBE = """
+import json, sys
+from cclab.cli import app
+sys.argv = ["cclab", *json.loads(sys.argv[1])]
+try:
+    app()
+except SystemExit as e:
+    code = e.code
+else:
+    code = 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def loaded_by(*args: str) -> tuple[str, set[str]]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, json.dumps(list(args))], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)  # fmt: skip
+    report = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), proc.stdout + proc.stderr
+    return proc.stdout, set(report["modules"])
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_version_loads_no_heavy_module():
+    out, modules = loaded_by("--version")
+    import cclab
+
+    assert out.strip() == f"cclab {cclab.__version__}"
+    assert heavy(modules) == []
+    # nor the schema, rich or importlib.metadata (~30 ms to import): only typer and cclab's package
+    assert not {"pydantic", "rich", "cclab.scenario", "importlib.metadata"} & modules
+
+
+def test_validate_scenario_loads_no_heavy_module():
+    out, modules = loaded_by("validate-scenario", "examples/bbr-vs-cubic.toml")
+    assert out.startswith("ok examples/bbr-vs-cubic.toml: bbr-vs-cubic") and "bbr" in out and "cubic" in out
+    assert heavy(modules) == []
+    assert "rich" not in modules  # plain output: the tables of a run need rich, a check does not
+    assert "cclab._native" not in modules  # the algorithm registry is Python (cclab.cca_params)
+
+
+def test_trace_scenario_validates_without_numpy():
+    out, modules = loaded_by("validate-scenario", "examples/verizon-trace.toml")
+    assert "trace" in out and heavy(modules) == []
+
+
+def test_run_loads_what_it_needs_only_when_running(tmp_path):
+    """A run does import pandas/pyarrow (the record) — but not matplotlib with --no-plot, nor Dask, scipy."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\nduration = "200ms"\n[link]\nrate = "5Mbps"\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    _out, modules = loaded_by("run", str(scenario), "--out", str(tmp_path / "r"), "--no-plot")
+    assert {"pandas", "pyarrow"} <= {m.split(".")[0] for m in modules}
+    assert not {"matplotlib", "dask", "distributed"} & {m.split(".")[0] for m in modules}
+
+
+def test_version_is_the_installed_package_version():
+    """`cclab.__version__` comes from the extension (fast); it must equal the package metadata."""
+    import importlib.metadata
+
+    import cclab
+
+    try:
+        installed = importlib.metadata.version("cclab")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a bare source tree
+        pytest.skip("cclab is not installed")
+    assert cclab.__version__ == installed
