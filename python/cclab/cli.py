@@ -227,8 +227,9 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_column("value", justify="right")
     drops = agg.get("drops") or {}
     t.add_row("total goodput", f"{_mbps(agg.get('goodput_bps'))} Mbps")
-    t.add_row("utilization (goodput / capacity)", f"{_pct(agg.get('utilization'))} %")
-    t.add_row("bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
+    bottleneck = f" of {safe(agg['bottleneck'])}" if agg.get("bottleneck") else ""
+    t.add_row(f"utilization (goodput / capacity{bottleneck})", f"{_pct(agg.get('utilization'))} %")
+    t.add_row("loss rate (all links)" if bottleneck else "bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
     t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
     if agg.get("marks_ce"):
         t.add_row("CE marks", _num(agg.get("marks_ce"), 0))
@@ -238,6 +239,25 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
         n = a.get("flows")
         t.add_row(f"share {alg} ({n} flow{'' if n == 1 else 's'}), IQR over {_num(w.get('share_bin_s'), 0)} s bins",
                   f"{_pct(a.get('share'))} % (IQR {_pct(a.get('share_iqr'))} pp)")  # fmt: skip
+    return t
+
+
+def links_table(summary: dict[str, Any]) -> Table | None:
+    """Per-link metrics over the measure window (topologies: more than one link), else None."""
+    from rich.table import Table
+    links = summary.get("per_link") or {}
+    if len(links) < 2:
+        return None
+    t = Table(title="links (measure window)", title_justify="left")
+    for name, justify in [("link", "left"), ("from → to", "left"), ("utilization %", "right"), ("loss %", "right"),
+                          ("drops", "right"), ("queue delay p50 / p95 ms", "right"), ("flows / ACKs of", "left")]:  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name, x in links.items():
+        acks = ", ".join(map(str, x.get("ack_flows") or []))
+        t.add_row(safe(name), f"{safe(x.get('from'))} → {safe(x.get('to'))}", _pct(x.get("utilization")),
+                  _pct(x.get("loss_rate"), 3), _num(x.get("drops_total"), 0),
+                  f"{_num(x.get('queue_delay_ms_p50'))} / {_num(x.get('queue_delay_ms_p95'))}",
+                  ", ".join(map(str, x.get("flows") or [])) + (f" / {acks}" if acks else ""))  # fmt: skip
     return t
 
 
@@ -273,6 +293,9 @@ def run_cmd(
     )
     console.print(flows_table(result.summary))
     console.print(aggregate_table(result.summary))
+    links = links_table(result.summary)
+    if links is not None:
+        console.print(links)
     if not meta.get("valid", True):
         reasons = safe("; ".join(meta.get("invalid_reasons") or []) or "no reason given")
         err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)

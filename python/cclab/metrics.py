@@ -42,6 +42,8 @@ __all__ = [
     "jain_index",
     "jain_series",
     "link_frame",
+    "link_names",
+    "link_summary",
     "measure_window_ns",
     "peak_queue_bytes",
     "retrans_rate",
@@ -64,8 +66,10 @@ FLOW_COLUMNS = (
 #: Columns of ``link.parquet`` in order (docs/record.md), plus
 #: ``arrival_packets`` (packets that arrived at the bottleneck in the interval
 #: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
+#: ``link`` is the link's name (``"link"`` for the one-link form; one row per
+#: link per sample in a topology).
 LINK_COLUMNS = (
-    "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
+    "time_s", "link", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
     "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps",
     "delay_ms", "utilization", "departed_packets", "arrival_packets",
 )  # fmt: skip
@@ -264,13 +268,14 @@ def _state_names(rf: Mapping[str, Any], cca: np.ndarray, names: Mapping[str, Seq
 
 
 def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
-    """Per-interval bottleneck columns (``link.parquet``) from raw output.
+    """Per-interval link columns (``link.parquet``) from raw output, one row per
+    link per sample (``link`` = the link's name; rows by time, then link).
 
     * ``queue_delay_ms`` = Δsojourn_sum_ns / Δdeparted_packets / 1e6: the mean
       queueing delay of the packets that left the queue in the interval (NaN if
       none left).
     * ``throughput_bps`` = Δegress_bytes·8 / Δt (wire bytes leaving the
-      bottleneck); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
+      link); ``arrival_bps`` = Δarrival_bytes·8 / Δt.
     * ``drops_*``: packets dropped in the interval, by cause (overflow = the
       buffer was full, random = configured loss, aqm = the queue discipline's
       decision: RED, CoDel, FQ-CoDel, PIE); ``marks_ce``: packets the queue
@@ -278,32 +283,39 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
       before marks existed).
     * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
     * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
-      packets in the interval, for the bottleneck loss rate.
+      packets in the interval, for the loss rate.
+
+    On a link that an ``ack_path`` crosses, ACKs are packets like any other
+    (docs/ir.md): they count in every column.
     """
     rl = raw["link"]
     time_ns = np.asarray(rl["time_ns"], dtype=np.int64)
     n = time_ns.size
-    dt_s = np.diff(time_ns.astype(float), prepend=0.0) / _NS_PER_S
+    names = link_names(ir)
+    link_id = np.asarray(rl["link_id"], dtype=np.int64) if "link_id" in rl else np.zeros(n, dtype=np.int64)
+    by_link = _grouping(link_id) if len(names) > 1 else None
+    dt_s = _diff_from_zero(time_ns.astype(float), by_link) / _NS_PER_S
     with np.errstate(divide="ignore", invalid="ignore"):
         inv_dt = np.where(dt_s > 0, 1.0 / dt_s, np.nan)
-        departed = _diff_from_zero(_col(rl, "departed_packets", n), None)
-        sojourn = _diff_from_zero(_col(rl, "sojourn_sum_ns", n), None)
+        departed = _diff_from_zero(_col(rl, "departed_packets", n), by_link)
+        sojourn = _diff_from_zero(_col(rl, "sojourn_sum_ns", n), by_link)
         queue_delay_ms = np.where(departed > 0, sojourn / departed, np.nan) / _NS_PER_MS
-        throughput = _diff_from_zero(_col(rl, "egress_bytes", n), None) * 8.0 * inv_dt
+        throughput = _diff_from_zero(_col(rl, "egress_bytes", n), by_link) * 8.0 * inv_dt
         capacity = _col(rl, "capacity_bps", n)
         utilization = np.where(capacity > 0, throughput / capacity, np.nan)
-    drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), None) for c in DROP_CAUSES}
-    marks = _diff_from_zero(_col(rl, "marks_ce", n), None) if "marks_ce" in rl else np.zeros(n)
+    drops = {c: _diff_from_zero(_col(rl, f"drops_{c}", n), by_link) for c in DROP_CAUSES}
+    marks = _diff_from_zero(_col(rl, "marks_ce", n), by_link) if "marks_ce" in rl else np.zeros(n)
     queue_packets = _col(rl, "queue_packets", n)
-    arrivals = departed + sum(drops.values()) + np.diff(queue_packets, prepend=0.0)
+    arrivals = departed + sum(drops.values()) + _diff_from_zero(queue_packets, by_link)
     return pd.DataFrame(
         {
             "time_s": time_ns / _NS_PER_S,
+            "link": pd.Categorical(np.asarray(names, dtype=object)[link_id], categories=names),
             "queue_bytes": _col(rl, "queue_bytes", n),
             "queue_packets": queue_packets,
             "queue_delay_ms": queue_delay_ms,
             "throughput_bps": throughput,
-            "arrival_bps": _diff_from_zero(_col(rl, "arrival_bytes", n), None) * 8.0 * inv_dt,
+            "arrival_bps": _diff_from_zero(_col(rl, "arrival_bytes", n), by_link) * 8.0 * inv_dt,
             "drops_overflow": drops["overflow"],
             "drops_random": drops["random"],
             "drops_aqm": drops["aqm"],
@@ -315,6 +327,21 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
             "arrival_packets": arrivals,
         }
     )
+
+
+def link_names(ir: Mapping[str, Any]) -> list[str]:
+    """The names of the IR's links in order (``["link"]`` for the one-link form and stored v3 IRs)."""
+    links = ir.get("links")
+    return [str(link["name"]) for link in links] if links else ["link"]
+
+
+def with_link_column(link: pd.DataFrame) -> pd.DataFrame:
+    """A ``link.parquet`` frame with its ``link`` column: records made before topologies have none
+    (one link, named ``"link"``)."""
+    if "link" in link.columns:
+        return link
+    out = link.assign(link=pd.Categorical(["link"] * len(link), categories=["link"]))
+    return out[["time_s", "link", *(c for c in link.columns if c != "time_s")]]
 
 
 # --------------------------------------------------------------------------
@@ -413,14 +440,15 @@ def summary(
     """
     lo, hi = measure_window_ns(ir)
     fdt = flows.groupby("flow_id", sort=False)["time_s"].diff().fillna(flows["time_s"])
-    ldt = link["time_s"].diff().fillna(link["time_s"])
+    link = with_link_column(link)
+    ldt = link.groupby("link", observed=True, sort=False)["time_s"].diff().fillna(link["time_s"])
     fmask = in_window(flows["time_s"], ir)
     lmask = in_window(link["time_s"], ir)
     fw = flows.loc[fmask].assign(dt_s=fdt[fmask])
     lw = link.loc[lmask].assign(dt_s=ldt[lmask])
     window_s = (hi - lo) / _NS_PER_S
     wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
-    covered_s = float(lw["dt_s"].sum()) if len(lw) else window_s
+    covered_s = float(lw.groupby("link", observed=True)["dt_s"].sum().max()) if len(lw) else window_s
 
     per_flow: list[dict[str, Any]] = []
     delivered_bits: dict[int, float] = {}
@@ -439,6 +467,8 @@ def summary(
                 "group": int(f.get("group", 0)),
                 "cca": str(f["cca"]),
                 "rtt_ms": f["rtt_ns"] / _NS_PER_MS,
+                "path": [str(x) for x in f.get("path", ["link"])],
+                "ack_path": [str(x) for x in f.get("ack_path", [])],
                 "active_in_window": bool(len(active) > 0),
                 "goodput_bps": bits / covered_s if covered_s > 0 else math.nan,
                 "retrans_segs": retrans,
@@ -469,8 +499,54 @@ def summary(
             "share_iqr": float(q75 - q25),
         }
 
+    per_link = link_summary(lw, ir, delivered_bits, covered_s)
+    names = list(per_link)
+    if len(names) == 1:
+        main_link = per_link[names[0]]
+        together = main_link
+    else:
+        # several links: the bottleneck is the most utilized; drops, marks and queueing over all links
+        main_link = max(per_link.values(), key=lambda x: -1.0 if x["utilization"] is None or
+                        math.isnan(x["utilization"]) else x["utilization"])  # fmt: skip
+        together = _link_metrics(lw, delivered_bits_crossing=math.nan)
+    active_ids = [r["flow_id"] for r in per_flow if r["active_in_window"]]
+    aggregate = {
+        "goodput_bps": total_bits / covered_s if covered_s > 0 else math.nan,
+        "utilization": main_link["goodput_utilization"] if len(names) > 1 else
+        (total_bits / main_link["capacity_bits"] if main_link["capacity_bits"] > 0 else math.nan),  # fmt: skip
+        "link_utilization": main_link["utilization"],
+        **({"bottleneck": next(n for n in names if per_link[n] is main_link)} if len(names) > 1 else {}),
+        "loss_rate": together["loss_rate"],
+        "drops": together["drops"],
+        "drops_total": together["drops_total"],
+        "marks_ce": together["marks_ce"],
+        "mark_rate": together["mark_rate"],
+        "arrival_packets": together["arrival_packets"],
+        "retrans_segs": sum(r["retrans_segs"] for r in per_flow),
+        **{k: together[k] for k in ("queue_delay_ms_mean", "queue_delay_ms_p50", "queue_delay_ms_p95",
+                                    "queue_delay_ms_p99", "queue_bytes_mean")},  # fmt: skip
+        "jain": jain_index(r["goodput_bps"] for r in per_flow if r["flow_id"] in active_ids),
+        "flows_active": len(active_ids),
+    }
+    for entry in per_link.values():
+        del entry["capacity_bits"]
+    out = {
+        "window": {"from_s": lo / _NS_PER_S, "to_s": hi / _NS_PER_S, "duration_s": window_s, "samples": int(lw["time_s"].nunique()),
+                   "share_bin_s": share_bin_s},  # fmt: skip
+        "per_flow": per_flow,
+        "per_algorithm": per_alg,
+        "per_link": per_link,
+        "aggregate": aggregate,
+    }
+    return json_safe(out)
+
+
+def _link_metrics(lw: pd.DataFrame, delivered_bits_crossing: float) -> dict[str, Any]:
+    """Link metrics over the window rows ``lw`` of one link (or of several together)."""
     cap_bits = float((lw["capacity_bps"] * lw["dt_s"]).sum())
     wire_bits = float((lw["throughput_bps"] * lw["dt_s"]).sum())
+    covered_s = float(lw.groupby("link", observed=True)["dt_s"].sum().max()) if "link" in lw and len(lw) else \
+        float(lw["dt_s"].sum())  # fmt: skip
     drops = {c: float(lw[f"drops_{c}"].sum()) for c in DROP_CAUSES}
     marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
     arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
@@ -480,31 +556,46 @@ def summary(
     queue = _pcts(qd, "queue_delay_ms")
     if weight > 0:
         queue["queue_delay_ms_mean"] = float((qd.fillna(0.0) * departed).sum()) / weight
-    active_ids = [r["flow_id"] for r in per_flow if r["active_in_window"]]
-    aggregate = {
-        "goodput_bps": total_bits / covered_s if covered_s > 0 else math.nan,
-        "utilization": total_bits / cap_bits if cap_bits > 0 else math.nan,
-        "link_utilization": wire_bits / cap_bits if cap_bits > 0 else math.nan,
+    return {
+        "capacity_bits": cap_bits,
+        "utilization": wire_bits / cap_bits if cap_bits > 0 else math.nan,
+        "goodput_utilization": delivered_bits_crossing / cap_bits if cap_bits > 0 else math.nan,
+        "throughput_bps": wire_bits / covered_s if covered_s > 0 else math.nan,
         "loss_rate": sum(drops.values()) / arrivals if arrivals > 0 else math.nan,
         "drops": drops,
         "drops_total": sum(drops.values()),
         "marks_ce": marks,
         "mark_rate": marks / float(departed.sum()) if len(departed) and float(departed.sum()) > 0 else math.nan,
         "arrival_packets": arrivals,
-        "retrans_segs": sum(r["retrans_segs"] for r in per_flow),
         **queue,
         "queue_bytes_mean": float(lw["queue_bytes"].mean()) if len(lw) else math.nan,
-        "jain": jain_index(r["goodput_bps"] for r in per_flow if r["flow_id"] in active_ids),
-        "flows_active": len(active_ids),
     }
-    out = {
-        "window": {"from_s": lo / _NS_PER_S, "to_s": hi / _NS_PER_S, "duration_s": window_s, "samples": int(len(lw)),
-                   "share_bin_s": share_bin_s},  # fmt: skip
-        "per_flow": per_flow,
-        "per_algorithm": per_alg,
-        "aggregate": aggregate,
-    }
-    return json_safe(out)
+
+
+def link_summary(lw: pd.DataFrame, ir: Mapping[str, Any], delivered_bits: Mapping[int, float],
+                 covered_s: float) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per link (by name, in the IR's order), over the window rows ``lw`` of ``link.parquet`` (with
+    ``dt_s``): ``utilization`` = wire bits that left the link / capacity bits (data and ACKs);
+    ``goodput_utilization`` = payload bits delivered to the receivers of the flows whose data crosses
+    the link / its capacity bits; ``throughput_bps``; ``drops`` by cause, ``drops_total``,
+    ``loss_rate`` = dropped / arrived packets; ``marks_ce``, ``mark_rate``; queueing delay
+    (``queue_delay_ms_mean`` weighted by departed packets, ``p50/p95/p99`` over the per-interval
+    means) and ``queue_bytes_mean``; ``from``/``to`` its nodes; ``flows`` the ids whose data
+    crosses it, ``ack_flows`` those whose ACKs do."""
+    lw = with_link_column(lw)
+    links = ir.get("links") or [{"name": "link", "from": "left", "to": "right"}]
+    flows = ir["flows"]
+    out: dict[str, dict[str, Any]] = {}
+    by_link = {str(k): d for k, d in lw.groupby("link", observed=True, sort=False)}
+    for link in links:
+        name = str(link["name"])
+        data_ids = [int(f["id"]) for f in flows if name in f.get("path", ["link"])]
+        ack_ids = [int(f["id"]) for f in flows if name in f.get("ack_path", [])]
+        rows = by_link.get(name, lw.iloc[:0])
+        crossing = sum(delivered_bits.get(i, 0.0) for i in data_ids)
+        out[name] = {"from": str(link.get("from", "left")), "to": str(link.get("to", "right")),
+                     **_link_metrics(rows, crossing), "flows": data_ids, "ack_flows": ack_ids}  # fmt: skip
+    return out
 
 
 def json_safe(obj: Any) -> Any:

@@ -37,9 +37,10 @@ from matplotlib.figure import Figure
 
 from cclab.errors import printable
 from cclab.fsutil import atomic_file
-from cclab.metrics import measure_window_ns
+from cclab.metrics import in_window, measure_window_ns, with_link_column
 
-__all__ = ["PALETTE", "STATE_COLORS", "color_for", "figure_timeseries", "plot_run", "save_figure"]
+__all__ = ["PALETTE", "STATE_COLORS", "bottleneck_link", "color_for", "figure_links", "figure_timeseries",
+           "figure_topology", "plot_run", "save_figure"]
 
 #: One colour per algorithm, the same in every figure.
 PALETTE: dict[str, str] = {
@@ -137,6 +138,13 @@ def figure_timeseries(
     """
     shade = set(shade_states)
     per_flow = len(ir["flows"]) <= MAX_FLOW_LINES
+    # A topology: the capacity line and the queueing delay are the bottleneck link's, the queue
+    # panel has a line per link, the drops are summed over links (figure_links: a panel per link).
+    all_links = with_link_column(link)
+    names = list(dict.fromkeys(all_links["link"].astype(str)))
+    multi = len(names) > 1
+    main_name = bottleneck_link(all_links, ir) if multi else (names[0] if names else "link")
+    link = all_links.loc[all_links["link"].astype(str) == main_name] if multi else all_links
     state_flows = []
     if "state" in flows and shade:
         for fid, d in flows.groupby("flow_id", sort=True):
@@ -191,8 +199,19 @@ def figure_timeseries(
     ax_cwnd.text(0.005, 0.95, "thick: cwnd, thin: bytes in flight", transform=ax_cwnd.transAxes,
                  fontsize="x-small", va="top", color="0.3")  # fmt: skip
 
+    if len(link) and multi:
+        for i, name in enumerate(names):
+            d = all_links.loc[all_links["link"].astype(str) == name]
+            ax_q.plot(d["time_s"].to_numpy(), d["queue_bytes"].to_numpy() / 1e3, lw=0.9,
+                      color=_LINK_GREYS[i % len(_LINK_GREYS)], ls=_LINK_STYLES[i // len(_LINK_GREYS) % 4],
+                      label=printable(name) + (" (bottleneck)" if name == main_name else ""))  # fmt: skip
+        ax_q.legend(loc="upper right", fontsize="x-small", ncol=min(4, len(names)), framealpha=0.85,
+                    title="queue (KB) per link", title_fontsize="x-small")  # fmt: skip
+        drops = all_links.groupby("time_s", sort=True)[[f"drops_{c}" for c in _DROP_STYLE]].sum()
+        link = drops.reset_index()
     if len(link):
         t = link["time_s"].to_numpy()
+    if len(link) and not multi:
         ax_q.plot(t, link["queue_bytes"].to_numpy() / 1e3, color="0.25", lw=1.0, label="queue (KB)")
         buf = (ir.get("links") or [{}])[0].get("buffer") or {}
         if buf.get("bytes"):
@@ -204,6 +223,7 @@ def figure_timeseries(
         h1, l1 = ax_q.get_legend_handles_labels()
         h2, l2 = ax_qd.get_legend_handles_labels()
         ax_q.legend(h1 + h2, l1 + l2, loc="lower right", fontsize="x-small", ncol=3, framealpha=0.85)
+    if len(link):
         for cause, (color, label) in _DROP_STYLE.items():
             col = f"drops_{cause}"
             if col in link and link[col].fillna(0).any():
@@ -214,7 +234,7 @@ def figure_timeseries(
             ax_drop.text(0.5, 0.5, "no drops", transform=ax_drop.transAxes, ha="center", va="center", color="0.4")
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_ylim(bottom=0)
-    ax_drop.set_ylabel("drops / interval\n(packets)")
+    ax_drop.set_ylabel("drops / interval\n(packets" + (", all links)" if multi else ")"))
     ax_drop.set_ylim(bottom=0)
 
     if state_flows:
@@ -228,6 +248,153 @@ def figure_timeseries(
         ax.grid(True, lw=0.3, alpha=0.5)
     axes[-1].set_xlabel("time (s)")
     axes[-1].set_xlim(0, ir["duration_ns"] / 1e9)
+    return fig
+
+
+#: Queue lines of several links: greys and line styles (algorithm colours stay for flows).
+_LINK_GREYS = ("0.1", "#8c564b", "0.45", "#7f7f7f", "0.65")
+_LINK_STYLES = ("-", "--", ":", "-.")
+
+
+def bottleneck_link(link: pd.DataFrame, ir: Mapping[str, Any]) -> str:
+    """The name of the most utilized link over the measure window (the first link on a tie)."""
+    link = with_link_column(link)
+    w = link.loc[in_window(link["time_s"], ir)]
+    if not len(w):
+        return str(link["link"].iloc[0]) if len(link) else "link"
+    util = w.groupby("link", observed=True, sort=False)["utilization"].mean()
+    return str(util.fillna(-1.0).idxmax())
+
+
+def figure_links(link: pd.DataFrame, ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
+    """One panel per link: its queue (KB, with the buffer), its mean queueing delay (ms, right axis)
+    and its drops (markers at the intervals with drops), over the run."""
+    link = with_link_column(link)
+    links = ir.get("links") or [{"name": "link", "from": "left", "to": "right"}]
+    n = len(links)
+    fig = Figure(figsize=(11, 1.9 * n + 1.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(n, 1, sharex=True))
+    fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))}: queues per link",
+                 parse_math=False)  # fmt: skip
+    lo, hi = measure_window_ns(ir)
+    for ax, spec in zip(axes, links):
+        name = str(spec["name"])
+        d = link.loc[link["link"].astype(str) == name]
+        t = d["time_s"].to_numpy()
+        ax.plot(t, d["queue_bytes"].to_numpy() / 1e3, color="0.25", lw=0.9, label="queue (KB)")
+        buf = spec.get("buffer") or {}
+        if buf.get("bytes"):
+            ax.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer")
+        drops = sum(d[f"drops_{c}"].fillna(0).to_numpy() for c in _DROP_STYLE) if len(d) else np.array([])
+        hit = drops > 0
+        if hit.any():
+            ax.plot(t[hit], np.zeros(hit.sum()), "|", color="#d62728", ms=8, mew=1.2, label="drops", clip_on=False)
+        ax_d = ax.twinx()
+        ax_d.plot(t, d["queue_delay_ms"].to_numpy(), color="#17becf", lw=0.7, alpha=0.9, label="queueing delay (ms)")
+        ax_d.set_ylim(bottom=0)
+        ax_d.set_ylabel("delay (ms)", color="#17becf", fontsize="small")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{printable(name)}\n{printable(str(spec.get('from', '')))} → "
+                      f"{printable(str(spec.get('to', '')))}\nqueue (KB)", fontsize="small")  # fmt: skip
+        ax.axvspan(lo / 1e9, hi / 1e9, color="0.5", alpha=0.07, lw=0, zorder=0)
+        ax.grid(True, lw=0.3, alpha=0.5)
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax_d.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="x-small", ncol=4, framealpha=0.85)
+    axes[-1].set_xlabel("time (s)")
+    axes[-1].set_xlim(0, ir["duration_ns"] / 1e9)
+    return fig
+
+
+def _fmt_rate(bps: float) -> str:
+    for div, unit in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+        if bps >= div:
+            return f"{bps / div:g} {unit}"
+    return f"{bps:g} bps"
+
+
+def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
+    """The topology: nodes, each link as an arrow labelled with its name, rate and delay (the two
+    directions of a duplex wire bent apart), and each flow group with its path and ACK path in the
+    legend, in its algorithm's colour. Nodes are laid out left to right by their distance (in links)
+    from the first link's node."""
+    from matplotlib.patches import FancyArrowPatch
+
+    links = ir.get("links") or []
+    nodes: list[str] = []
+    for link in links:
+        for x in (str(link["from"]), str(link["to"])):
+            if x not in nodes:
+                nodes.append(x)
+    # columns: breadth-first distance over the undirected graph from the first node; rows within a column
+    adj: dict[str, set[str]] = {x: set() for x in nodes}
+    for link in links:
+        adj[str(link["from"])].add(str(link["to"]))
+        adj[str(link["to"])].add(str(link["from"]))
+    col: dict[str, int] = {}
+    for root in nodes:
+        if root in col:
+            continue
+        col[root] = 0
+        frontier = [root]
+        while frontier:
+            nxt = []
+            for x in frontier:
+                for y in sorted(adj[x], key=nodes.index):
+                    if y not in col:
+                        col[y] = col[x] + 1
+                        nxt.append(y)
+            frontier = nxt
+    rows: dict[int, list[str]] = {}
+    for x in nodes:
+        rows.setdefault(col[x], []).append(x)
+    pos = {}
+    for c, members in rows.items():
+        for i, x in enumerate(members):
+            pos[x] = (float(c), (len(members) - 1) / 2.0 - i)
+    width = max(4.0, 2.2 * (max(col.values(), default=0) + 1))
+    height = max(2.6, 1.5 * max((len(m) for m in rows.values()), default=1) + 1.6)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    ax.set_axis_off()
+    fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))}: topology", parse_math=False)
+    pairs = {(str(link["from"]), str(link["to"])) for link in links}
+    for link in links:
+        a, b = str(link["from"]), str(link["to"])
+        bend = 0.18 if (b, a) in pairs else 0.0  # a duplex wire: the two directions apart
+        ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=14, lw=1.4, color="0.3",
+                                     connectionstyle=f"arc3,rad={bend}", shrinkA=16, shrinkB=16))  # fmt: skip
+        cap = link["capacity"]
+        rate = _fmt_rate(float(cap["rate_bps"])) if cap.get("kind") == "constant" else "trace"
+        (x0, y0), (x1, y1) = pos[a], pos[b]
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        off = 0.16 if bend == 0 else (0.22 if (x1 - x0) + (y1 - y0) > 0 else -0.22)
+        ax.text(mx, my + off, f"{printable(str(link['name']))}\n{rate}, {link['delay_ns'] / 1e6:g} ms",
+                ha="center", va="center", fontsize="x-small", color="0.2",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})  # fmt: skip
+    for x, (px, py) in pos.items():
+        ax.plot([px], [py], "o", ms=18, color="white", mec="0.2", mew=1.2, zorder=3)
+        ax.text(px, py, printable(x), ha="center", va="center", fontsize="x-small", zorder=4)
+    # flow groups: a legend line per group with its path
+    seen: dict[int, dict[str, Any]] = {}
+    for f in ir.get("flows", []):
+        seen.setdefault(int(f.get("group", 0)), f)
+    handles = []
+    from matplotlib.lines import Line2D
+
+    for g, f in seen.items():
+        n = sum(1 for x in ir["flows"] if int(x.get("group", 0)) == g)
+        ack = f" ; ACKs {' → '.join(f['ack_path'])}" if f.get("ack_path") else ""
+        label = printable(f"group {g}: {n} × {f['cca']}, {' → '.join(f.get('path', []))}{ack}")
+        handles.append(Line2D([], [], color=color_for(str(f["cca"])), lw=2, label=label))
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize="x-small",
+                  ncol=1, frameon=False)  # fmt: skip
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.set_aspect("auto")
     return fig
 
 

@@ -16,6 +16,8 @@ Kinds:
 | `jain` | sweep/run | Jain's fairness index over time |
 | `period` | run | per-algorithm share over time and its autocorrelation, with the dominant period |
 | `timeseries` | run | the stacked per-run figure of `cclab.plot`, BBR states shaded |
+| `links` | run | one panel per link of a topology: queue, queueing delay, drops |
+| `topology` | run | the topology drawn: nodes, links (rate, delay), each flow group's path |
 
 A sweep file may list its figures (`[[figures]]` tables with `kind` and the
 parameters of that kind); otherwise `default_specs` picks figures from the
@@ -154,6 +156,8 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
         run = target.run()
         if len({f["cca"] for f in run.ir["flows"]}) > 1:
             specs.append({"kind": "period"})
+        if len(run.ir.get("links") or []) > 1 or any(f.get("ack_path") for f in run.ir["flows"]):
+            specs = [{"kind": "topology"}, *specs, {"kind": "links"}]
         return specs
     listed = target.sweep_toml.get("figures")
     if listed:
