@@ -215,3 +215,18 @@ def test_link_names_must_be_usable() -> None:
     data["links"]["a.b"] = data["links"].pop("ab")
     error = fails(data)
     assert error.field == "links.a.b" and "is not a usable link name" in str(error)
+
+
+def test_the_simulator_refuses_sack_off_and_runs_ack_every() -> None:
+    import json
+
+    from cclab import _native
+    from cclab.backends.sim import check
+
+    ir = resolve(scenario_from_dict(line(sack=False)))
+    with pytest.raises(ScenarioError, match=r"^flows\[0\]\.sack: the simulator does not model a connection without SACK"):
+        check(ir)
+    data = line(delayed_ack=False)
+    data["duration"] = "2s"
+    out = _native.simulate(json.dumps(resolve(scenario_from_dict(data))))
+    assert out["flows"]["delivered_bytes"][-1] > 0

@@ -141,8 +141,8 @@ fn validate(sc: &Scenario) -> Result<(), String> {
         if f.ack_every == 0 {
             return Err(format!("flows[{}].ack_every must be at least 1", f.id));
         }
-        if f.ack_every != 2 || !f.sack {
-            return Err(format!("flows[{}]: ack_every {} / sack {} are not supported by this engine yet (2 / true)", f.id, f.ack_every, f.sack));
+        if !f.sack {
+            return Err(format!("flows[{}]: sack = false is not supported by this engine yet", f.id));
         }
         let (path, ack_path) = topology(sc, f)?;
         let delay = |p: &[u32]| p.iter().map(|&k| sc.links[k as usize].delay_ns).sum::<u64>();
@@ -228,6 +228,7 @@ impl Sim {
             // receiving socket's congestion control decides, cclab gives each
             // flow's receiver its sender's).
             let needs_ecn = cc.needs_ecn();
+            receiver.set_ack_options(f.ack_every, f.sack);
             receiver.set_ecn(match (f.ecn, needs_ecn) {
                 (false, _) => EcnMode::Off,
                 (true, false) => EcnMode::Classic,

@@ -179,12 +179,17 @@ def _check_topology(ir: Mapping[str, Any]) -> None:
         if f.get("ack_path"):
             raise ScenarioError(f"flows[{_group(f)}].ack_path", f["ack_path"], "ACKs over links are not emulated by the "
                                 "kernel backend yet", "leave ack_path out (an uncongested return), or use --backend sim")
-        if int(f.get("ack_every", 2)) != 2:
-            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], "the kernel backend runs Linux's own "
-                                "delayed ACKs only yet", "leave ack_every and delayed_ack out, or use --backend sim")
-        if not f.get("sack", True):
-            raise ScenarioError(f"flows[{_group(f)}].sack", False, "the kernel backend runs with SACK only yet",
-                                "leave sack out, or use --backend sim")
+        if int(f.get("ack_every", 2)) > 2:
+            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], "Linux ACKs at least every second "
+                                "full segment; it cannot be made to wait for more",
+                                "ack_every 1 (delayed_ack = false: the route's quickack attribute) or 2 "
+                                "(Linux's default), or use --backend sim")  # fmt: skip
+    sack = {bool(f.get("sack", True)) for f in ir["flows"]}
+    if len(sack) > 1:
+        f = next(f for f in ir["flows"] if not f.get("sack", True))
+        raise ScenarioError(f"flows[{_group(f)}].sack", False, "the kernel backend runs SACK for all flows of a run or "
+                            "none (net.ipv4.tcp_sack is per namespace)", "give every flow group the same sack, or use "
+                            "--backend sim")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -385,13 +390,14 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
         old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         path.ir_path.write_text(json.dumps(ir))
-        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]))
+        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]),
+                  sack=all(f.get("sack", True) for f in ir["flows"]))  # fmt: skip
         path.emulator = path.spawn(
             [*command, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
              "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
             "emulator", "ready", stdin=True,
         )  # fmt: skip
-        ns.configure_devices(n_flows, mtu)
+        ns.configure_devices(n_flows, mtu, quickack=[int(f["id"]) for f in ir["flows"] if int(f.get("ack_every", 2)) == 1])
         yield path
     finally:
         path.stop()

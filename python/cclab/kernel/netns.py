@@ -25,7 +25,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -142,19 +142,24 @@ class RunNamespaces:
     def path(self, name: str) -> str:
         return os.path.join(NETNS_DIR, name)
 
-    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
+    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False, sack: bool = True) -> None:
         """Create both namespaces with the IR's host TCP buffers (``host.tcp_rmem``/``tcp_wmem``);
-        ``ecn``: ``net.ipv4.tcp_ecn = 1`` in both (request and accept ECN, RFC 3168)."""
+        ``ecn``: ``net.ipv4.tcp_ecn = 1`` in both (request and accept ECN, RFC 3168); ``sack``
+        false: ``net.ipv4.tcp_sack = 0`` in both (neither end offers SACK)."""
         for name in (self.snd, self.rcv):
             netns.create(name)
             self.created.append(name)
-            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn))
+            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn, sack))
 
     def sysctls(self) -> dict[str, str | None]:
         return in_netns(self.snd, lambda: {k: read_sysctl(k) for k in RECORDED_SYSCTLS})
 
-    def configure_devices(self, n_flows: int, mtu: int, txqueuelen: int = 10000) -> None:
-        """Addresses, MTU, txqueuelen and routes on the emulator's TUN devices (made by cclab-link)."""
+    def configure_devices(self, n_flows: int, mtu: int, txqueuelen: int = 10000,
+                          quickack: Iterable[int] = ()) -> None:  # fmt: skip
+        """Addresses, MTU, txqueuelen and routes on the emulator's TUN devices (made by cclab-link).
+        ``quickack``: flows whose receiver ACKs every segment at once (the IR's ``ack_every`` 1): a
+        route to the flow's sender with the ``quickack`` attribute (``RTAX_QUICKACK``: Linux's
+        ``tcp_in_quickack_mode`` is then always true for that socket)."""
 
         def snd() -> None:
             with IPRoute() as ipr:
@@ -170,6 +175,8 @@ class RunNamespaces:
                 idx = _up(ipr, DEV, mtu=mtu, txqlen=txqueuelen)
                 ipr.addr("add", index=idx, address=RECEIVER_ADDR, prefixlen=32)
                 ipr.route("add", dst="10.77.1.0/24", oif=idx)
+                for i in quickack:
+                    ipr.route("add", dst=f"{sender_addr(i)}/32", oif=idx, metrics={"quickack": 1})
 
         in_netns(self.snd, snd)
         in_netns(self.rcv, rcv)
@@ -200,7 +207,7 @@ class RunNamespaces:
         return removed
 
 
-def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
+def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False, sack: bool = True) -> None:
     # The IR's host buffers (docs/ir.md `host`): Linux's initial sizes and a
     # maximum large enough for the BDP (the default tcp_wmem max, 4 MB, caps
     # 1 Gbit/s × 50 ms at ~500 Mbit/s, measured on Linux 6.18; docs/kernel.md).
@@ -211,6 +218,9 @@ def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = Fal
     # starts at 2 (accept only), so without it no connection is ECN-capable.
     if ecn:
         write_sysctl("net.ipv4.tcp_ecn", "1")
+    # SACK (tcp_sack, default 1): 0 and neither end offers it in its SYN.
+    if not sack:
+        write_sysctl("net.ipv4.tcp_sack", "0")
     # No cached metrics from earlier connections to the same address.
     write_sysctl("net.ipv4.tcp_no_metrics_save", "1")
     # IPv6 neighbour discovery would only add noise on the TUN devices.
