@@ -45,6 +45,11 @@ pub struct Flow {
     /// field decides what the queue discipline may mark.
     #[serde(default)]
     pub ecn: bool,
+    /// The links its data and its ACKs cross (IR v4; docs/topologies.md).
+    #[serde(default)]
+    pub path: Vec<String>,
+    #[serde(default)]
+    pub ack_path: Vec<String>,
 }
 
 impl Ir {
@@ -53,13 +58,59 @@ impl Ir {
         &self.links[0]
     }
 
+    /// A topology (several links, or ACKs over links): the emulator's
+    /// `emulate-topo` runs it, one host namespace per end node.
+    pub fn is_topology(&self) -> bool {
+        self.links.len() > 1 || self.flows.iter().any(|f| !f.ack_path.is_empty())
+    }
+
+    /// The index of the link named `name`.
+    pub fn link_index(&self, name: &str) -> Result<usize, String> {
+        self.links
+            .iter()
+            .position(|l| l.name == name)
+            .ok_or_else(|| format!("resolved IR: no link named {name:?}"))
+    }
+
+    /// A flow's sender node and receiver node (where its path starts and ends).
+    pub fn flow_nodes(&self, f: &Flow) -> Result<(String, String), String> {
+        let first = f
+            .path
+            .first()
+            .ok_or_else(|| format!("resolved IR: flows[{}].path is empty", f.id))?;
+        let last = f.path.last().unwrap();
+        Ok((
+            self.links[self.link_index(first)?].from.clone(),
+            self.links[self.link_index(last)?].to.clone(),
+        ))
+    }
+
+    /// The host nodes of a topology — every node where a flow starts or ends —
+    /// in the order the links name them (from, then to). Host h has the
+    /// namespace the orchestrator lists h-th and the receiver address
+    /// [`host_addr`]`(h)`. Shared with python/cclab/kernel/netns.py (`hosts`).
+    pub fn hosts(&self) -> Result<Vec<String>, String> {
+        let mut ends = std::collections::BTreeSet::new();
+        for f in &self.flows {
+            let (a, b) = self.flow_nodes(f)?;
+            ends.insert(a);
+            ends.insert(b);
+        }
+        let mut out: Vec<String> = vec![];
+        for l in &self.links {
+            for n in [&l.from, &l.to] {
+                if ends.contains(n) && !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     pub fn from_json(text: &str) -> Result<Ir, String> {
         let ir: Ir = serde_json::from_str(text).map_err(|e| format!("resolved IR: {e}"))?;
-        if ir.links.len() != 1 {
-            return Err(format!(
-                "resolved IR: {} links; the emulator runs exactly one",
-                ir.links.len()
-            ));
+        if ir.links.is_empty() {
+            return Err("resolved IR: no links".into());
         }
         if ir.sample_interval_ns == 0 {
             return Err("resolved IR: sample_interval_ns must be > 0".into());
@@ -97,6 +148,14 @@ pub const SENDER_NET: [u8; 3] = [10, 77, 1];
 pub const FIRST_HOST: u8 = 10;
 pub const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
 pub const PORT: u16 = 5201;
+
+/// The receiver address of host `h` of a topology (docs/kernel.md "Topologies").
+pub fn host_addr(h: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 77, 2, 1 + h as u8)
+}
+
+/// At most this many hosts (end nodes) in a topology run.
+pub const MAX_HOSTS: usize = 200;
 
 pub fn sender_addr(flow: u32) -> Ipv4Addr {
     Ipv4Addr::new(

@@ -45,6 +45,19 @@ pub struct EmulatorArgs {
 /// How long before t0 a trace link already delivers (connections are set up then).
 const PRE_T0_NS: u64 = 30_000_000_000;
 
+/// Where a trace of period `period_ns` is at phase 0: at t0, and a whole
+/// number of periods (at least `PRE_T0_NS` worth) earlier, so that the
+/// handshakes before t0 find delivery opportunities.
+pub fn trace_origin(period_ns: u64, t0: u64) -> u64 {
+    let period = period_ns.max(1);
+    let m = PRE_T0_NS.div_ceil(period);
+    if t0 >= m.saturating_mul(period) {
+        t0 - m * period
+    } else {
+        t0 % period
+    }
+}
+
 /// Build the model's parameters from the IR, with the run's time zero `t0`.
 pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     link_params_at(ir, t0)
@@ -56,15 +69,7 @@ fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     // number of periods earlier) so the connections' handshakes, made
     // before t0, find delivery opportunities.
     let trace_origin = match &l.capacity {
-        IrCapacity::Trace { period_ns, .. } => {
-            let period = (*period_ns).max(1);
-            let m = PRE_T0_NS.div_ceil(period);
-            if t0 >= m.saturating_mul(period) {
-                t0 - m * period
-            } else {
-                t0 % period
-            }
-        }
+        IrCapacity::Trace { period_ns, .. } => trace_origin(*period_ns, t0),
         IrCapacity::Constant { .. } => t0,
     };
     // The experiment starts at t0: before it (connection set-up) the link
