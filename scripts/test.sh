@@ -10,6 +10,6 @@ bash scripts/setup.sh --test
 . scripts/python-env.sh
 cclab_choose_python
 echo "== Rust: engine, algorithms, link emulator =="
-cargo test --release --locked -p cclab-sim -p cclab-link
+cargo test --release --locked -p cclab-netmodel -p cclab-sim -p cclab-link
 echo "== Python: schema, metrics, records, CLI, sweeps, figures, kernel backend, the wheel =="
 "$PY" -m pytest -q tests

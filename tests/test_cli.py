@@ -117,6 +117,41 @@ def test_bench_cases_resolve():
     assert ir["duration_ns"] == 60_000_000_000 and ir["links"][0]["buffer"]["bytes"] == 312_500  # 1 BDP
 
 
+def test_bench_has_the_scale_cases():
+    from cclab import bench
+
+    for name, flows, rate in (("cubic100-10G", 100, 10**10), ("cubic1000-1G", 1000, 10**9), ("cubic10k-10G", 10_000, 10**10)):
+        ir = bench.build_ir(bench.CASES[name])
+        assert len(ir["flows"]) == flows and ir["links"][0]["capacity"]["rate_bps"] == rate
+        assert ir["duration_ns"] == 60_000_000_000
+        assert max(f["start_ns"] for f in ir["flows"]) < 1_100_000_000  # every flow has started by ~1 s
+
+
+def test_bench_vs_ns3_without_ns3_says_how_to_get_it(monkeypatch):
+    from cclab import ns3bench
+
+    monkeypatch.setattr(ns3bench, "ns3_prefix", lambda: None)
+    _assert_one_line_error(runner.invoke(app, ["bench", "--vs-ns3"]), "pip install 'cclab[bench]'", "ns-3.44")
+
+
+@needs_engine
+def test_bench_vs_ns3_runs_both_on_the_same_dumbbell(tmp_path):
+    """With the ns3 wheel installed (the bench extra): the dumbbell builds, and both simulators carry the same load."""
+    from cclab import ns3bench
+
+    if ns3bench.ns3_prefix() is None or ns3bench._compiler() is None:
+        pytest.skip("ns-3 (pip install 'cclab[bench]') or a C++ compiler is missing")
+    out = tmp_path / "vs.json"
+    result = runner.invoke(app, ["bench", "--vs-ns3", "--quick", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(out.read_text())["vs_ns3"]
+    assert [r["case"] for r in rows] == ["cubic-100M-25ms", "bbr2-cubic2-100M"]
+    for r in rows:
+        # 5 s at 100 Mbit/s is 41 667 packets of 1500 bytes; both keep the link nearly full
+        assert 0.9 * 41_667 <= r["cclab_packets"] <= 41_667 and 0.9 * 41_667 <= r["ns3_packets"] <= 41_667
+        assert r["cclab_s"] > 0 and r["ns3_s"] > 0
+
+
 def test_python_dash_m():
     proc = subprocess.run([sys.executable, "-m", "cclab", "version"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and "cclab" in proc.stdout
@@ -148,7 +183,7 @@ def test_example_cubic_vs_reno(tmp_path):
         pytest.skip("examples/cubic-vs-reno.toml not written yet")
     result = runner.invoke(app, ["run", str(example), "--out", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    assert len(list((tmp_path / "r").iterdir())) == 8  # 6 record files + manifest.json + timeseries.png
+    assert len(list((tmp_path / "r").iterdir())) == 9  # 7 record files + manifest.json + timeseries.png
 
 
 @needs_engine
@@ -224,7 +259,8 @@ def test_cli_run_pipeline_with_stand_in_backend(replay, tmp_path):
     assert result.exit_code == 0, result.output
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(["scenario.toml", "resolved.json", "meta.json", "flows.parquet", "link.parquet",
-                            "summary.json", "manifest.json", "timeseries.png", "timeseries.svg"])  # fmt: skip
+                            "histograms.parquet", "summary.json", "manifest.json", "timeseries.png",
+                            "timeseries.svg"])  # fmt: skip
     assert (out / "scenario.toml").read_text() == SYNTH_SCENARIO  # as written
     meta = json.loads((out / "meta.json").read_text())
     assert meta["valid"] is False and meta["invalid_reasons"] == ["stand-in backend"]
@@ -236,16 +272,75 @@ def test_cli_run_pipeline_with_stand_in_backend(replay, tmp_path):
 
 
 def test_api_run_default_dir_and_repr(replay, tmp_path, monkeypatch):
+    """cclab.run() without `out` writes into a new temporary directory, never into the working directory."""
+    import tempfile
+
     import cclab.api as api
 
-    monkeypatch.chdir(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
     run = api.run(str(replay), plot=False, seed=5)
-    assert run.path.parent.name == "runs" and run.path.name.startswith("synthetic-")
+    assert run.path.parent.name.startswith("cclab-") and run.path.name.startswith("synthetic-")
+    assert run.path.is_relative_to(tempfile.gettempdir()) and list(work.iterdir()) == []
     assert run.meta["seed"] == 5 and "seed = 5" in run.scenario_toml
     assert run.figures == []
     assert "share" in repr(run) and "synthetic" in repr(run)
     again = api.load(run.path)
     assert again.summary == run.summary
+    assert api.run(str(replay), plot=False, seed=5).path != run.path  # each call its own directory
     with pytest.raises(FileExistsError):
-        api.run(str(replay), plot=False, seed=5)
+        api.run(str(replay), plot=False, seed=5, out=run.path)
     assert api.run_to_dir(str(replay), tmp_path / "x") == tmp_path / "x"
+
+
+def test_cli_run_default_dir_is_runs(replay, tmp_path, monkeypatch):
+    """The command (unlike the API) keeps its documented default, runs/<name>-<IR hash>."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["run", str(replay), "--no-plot"])
+    assert result.exit_code == 0, result.output
+    (record_dir,) = (tmp_path / "runs").iterdir()
+    assert record_dir.name.startswith("synthetic-") and (record_dir / "summary.json").exists()
+
+
+def test_cli_run_json_prints_only_the_summary(replay, tmp_path):
+    out = tmp_path / "rec"
+    result = CliRunner().invoke(app, ["run", str(replay), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)  # stdout holds the JSON and nothing else
+    assert summary == json.loads((out / "summary.json").read_text())
+    assert "record:" in result.stderr and str(out) in result.stderr
+    assert (out / "timeseries.png").exists()  # the figure is still drawn, its path on stderr only
+
+
+def test_cli_dry_run_runs_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = _scenario(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(p), "--dry-run"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "cli-test" in text and "estimate:" in text and "events" in text and "nothing was run" in text
+    assert "cubic" in text and "reno" in text and "20 Mbps" in text  # the resolved scenario
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]  # nothing written
+    result = CliRunner().invoke(app, ["run", str(p), "--dry-run", "--json"])
+    doc = json.loads(result.stdout)
+    assert doc["ir"]["name"] == "cli-test" and doc["ir"]["flows"][1]["cca"] == "reno"
+    assert doc["estimate"]["events"] > 0 and doc["estimate"]["wall_s"] > 0 and doc["over_limits"] == []
+
+
+def test_compare_writes_into_its_own_directory(tmp_path, monkeypatch):
+    """`cclab compare A B` writes compare/<A>-vs-<B>/ in the working directory, never into run A."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(FIXTURES / "run-bbr-cubic", a)
+    shutil.copytree(FIXTURES / "run-bbr-cubic", b)
+    before = sorted(p.name for p in a.iterdir())
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    result = runner.invoke(app, ["compare", str(a), str(b)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in a.iterdir()) == before
+    out = work / "compare" / "a-vs-b"
+    assert (out / "compare.json").exists() and (out / "compare.png").exists()
+    explicit = runner.invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "c")])
+    assert explicit.exit_code == 0 and (tmp_path / "c" / "compare.json").exists()

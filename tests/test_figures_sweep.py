@@ -81,10 +81,16 @@ def test_gain_heatmap(fx):
     cell = df[(df["flows[0].rtt"] == "200ms") & (df["link.rate"] == "1000Mbps") & (df["link.buffer"] == "100KB")]
     g = {c: cell[cell["flows[0].cca"] == c]["agg.goodput_bps"].mean() for c in ("bbr", "cubic")}
     grid = panels[0].images[0].get_array()
-    assert grid[3, 3] == pytest.approx(goodput_gain(g["bbr"], g["cubic"]))
+    gain = goodput_gain(g["bbr"], g["cubic"])
+    assert grid[3, 3] == pytest.approx(math.log2(1 + gain / 100))  # the ratio bbr/cubic on a log2 scale
+    assert f"{gain:+.0f}" in [t.get_text() for t in panels[0].texts]  # the cell says the gain in %
     norm = panels[0].images[0].norm
-    assert norm.vcenter == 0 and norm.vmin == -norm.vmax  # diverging, centred on no gain
-    assert "goodput gain of bbr over cubic (%)" in texts(fig)
+    assert norm.vcenter == 0 and norm.vmin == -norm.vmax  # diverging, symmetric: ×2 as far as ×1/2
+    assert norm.vmax == math.ceil(max(abs(v) for v in np.ravel(grid) if np.isfinite(v)))
+    cbar = next(ax for ax in fig.axes if ax.get_label() == "<colorbar>")
+    ticks = [t.get_text() for t in cbar.get_yticklabels()]
+    assert "×1 (0 %)" in ticks and "×2 (+100 %)" in ticks and "×1/2 (−50 %)" in ticks
+    assert "goodput gain of bbr over cubic" in texts(fig)
     assert panels[0].get_xlabel() == "bottleneck rate" and panels[0].get_ylabel() == "flows[0] RTT"
     with pytest.raises(FigureError, match="gain needs"):
         draw(t, "heatmap", x="link.rate", y="flows[0].rtt", gain={"over": "flows[0].cca"})
@@ -110,6 +116,9 @@ def test_share_vs_buffer_with_sample_iqr_band(fx):
     assert "25th–75th percentile over samples" in fig.get_suptitle()
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     assert set(lines) == {"bbr", "cubic"}
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2  # buffers double: log2
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.25", "0.5", "1", "1.5", "2", "3", "5", "8"]
+    assert sorted(t.get_text() for t in ax.get_legend().get_texts()) == ["bbr", "cubic"]
     assert lines["bbr"].get_color() == color_for("bbr") and lines["cubic"].get_color() == color_for("cubic")
     # x in BDP multiples, y = mean share in percent
     df = t.results
@@ -134,7 +143,7 @@ def test_throughput_vs_loss_log_x(fx, tmp_path):
     fig = draw(t, "loss")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_xlabel() == "random loss (%)"
-    assert ax.get_ylabel() == "goodput (Mbps)"
+    assert ax.get_ylabel() == "goodput (Mbit/s)"
     labels = [ln.get_label() for ln in ax.get_lines()]
     assert labels == ["bbr", "cubic", "capacity × (1 − p)"]
     x, _ = ax.get_lines()[0].get_data()
@@ -215,3 +224,46 @@ def test_errors_and_cli(fx, tmp_path):
     assert sorted(p.suffix for p in (tmp_path / "q").iterdir()) == [".png", ".svg"]
     r = CliRunner().invoke(app, ["plot", str(fx("records")), "--list"])
     assert "heatmap" in r.output and "period" in r.output
+
+
+@pytest.mark.parametrize("name", ["buffer", "grid", "loss", "records"])
+def test_every_default_figure_with_several_lines_has_a_legend(fx, name):
+    """Before: the default share figure of a sweep could come without a legend."""
+    t = Target(fx(name))
+    for spec in figures.default_specs(t):
+        fig = draw(t, **spec)
+        for ax in fig.axes:
+            labelled = [ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+            if len(labelled) < 2:
+                continue
+            # the panel's own legend, or one the figure shares (the time-series figure's is on its first panel)
+            legends = [a.get_legend() for a in fig.axes if a.get_legend()] + list(fig.legends)
+            assert legends, (name, spec, labelled)
+            shown = {tx.get_text() for leg in legends for tx in leg.get_texts()}
+            assert set(labelled) <= shown, (name, spec, labelled, shown)
+
+
+def test_plot_for_a_paper_column_writes_vector_pdf(fx, tmp_path):
+    import re
+
+    import typer
+    from typer.testing import CliRunner
+
+    from cclab.cli_sweep import register
+
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--size", "column", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 0, r.output
+    pdfs = sorted((tmp_path / "p").iterdir())
+    assert pdfs and all(p.suffix == ".pdf" for p in pdfs)
+    for pdf in pdfs:
+        data = pdf.read_bytes()
+        width = float(re.search(rb"/MediaBox \[ *[\d.]+ [\d.]+ ([\d.]+)", data).group(1))
+        assert width == pytest.approx(3.5 * 72, abs=0.5), pdf.name  # one paper column
+        assert b"/Subtype /Image" not in data and b"/FontFile2" in data
+    fig = draw(Target(fx("buffer")), "line", x="link.buffer", y="agg.utilization", size="page")
+    assert fig.get_size_inches()[0] == pytest.approx(7.16)
+    assert fig.axes[0].xaxis.label.get_fontsize() == 8  # paper text size
+    bad = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--format", "gif"])
+    assert bad.exit_code == 2 and "expected png, svg or pdf" in bad.output

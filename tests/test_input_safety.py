@@ -54,8 +54,10 @@ def one_line_error(result, *needles: str) -> str:
 
 
 def test_one_microsecond_samples_for_10000_flows_are_refused_with_an_estimate(tmp_path):
-    """Before: validation passed and the engine aborted the process (SIGABRT) allocating 10¹¹ rows."""
-    p = write(tmp_path, interval="1us", count=10_000)
+    """Before: validation passed and the engine aborted the process (SIGABRT) allocating 10¹¹ rows.
+    (Every flow at every 1 µs sample, asked for explicitly: by default the per-flow series of so
+    large a run are coarsened, docs/record.md "Records at scale".)"""
+    p = write(tmp_path, interval="1us", count=10_000, extra='record = { flows = "1us" }')
     line = one_line_error(runner.invoke(app, ["run", str(p), "--out", str(tmp_path / "r")]),
                           "sample_interval: 1us", "too large", "estimated memory ~100 TB", "exceeds the limit of 8 GB",
                           "100,000,000,000 rows", "--allow-large")  # fmt: skip
@@ -64,6 +66,41 @@ def test_one_microsecond_samples_for_10000_flows_are_refused_with_an_estimate(tm
     dry = runner.invoke(app, ["run", str(p), "--dry-run"])
     assert dry.exit_code == 2 and "estimate: 10,000,000 samples × flows = 100,000,000,000 rows" in dry.output
     assert "memory ~100 TB" in dry.output
+
+
+def test_too_many_flows_for_memory_are_refused_naming_the_flows(tmp_path, monkeypatch):
+    """Before: the flows' own state was in the estimate but the error blamed the buffer or the sample interval."""
+    from cclab import limits
+
+    monkeypatch.setitem(limits.LIMITS, "memory_bytes", 400 * 10**6)  # 400 MB: ~12 500 flows at 20 kB each
+    p = write(tmp_path, duration="1s", interval="1s", count=20_000)
+    line = one_line_error(runner.invoke(app, ["run", str(p), "--out", str(tmp_path / "r")]),
+                          "flows: 20,000 flows", "estimated memory", "exceeds the limit of 400 MB", "--allow-large")  # fmt: skip
+    assert len(line) < MAX_MESSAGE + 20
+    assert not (tmp_path / "r").exists()
+    dry = runner.invoke(app, ["run", str(p), "--dry-run"])
+    assert dry.exit_code == 2 and "flows' state ~400 MB" in dry.output
+
+
+def test_the_kernel_flow_limit_is_reported_by_a_dry_run(tmp_path):
+    """Before: --dry-run --backend kernel said "within the limits" for 65 flows; only the run refused them."""
+    from cclab.kernel.machine import MAX_FLOWS
+
+    p = write(tmp_path, count=MAX_FLOWS + 1)
+    dry = runner.invoke(app, ["run", str(p), "--dry-run", "--backend", "kernel"])
+    assert dry.exit_code == 2, dry.output
+    errors = [ln for ln in dry.output.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and f"at most {MAX_FLOWS} flows per kernel run" in errors[0] and "docs/kernel.md" in errors[0]
+    ok = runner.invoke(app, ["run", str(write(tmp_path, count=MAX_FLOWS)), "--dry-run", "--backend", "kernel"])
+    assert "flows per kernel run" not in ok.output
+    assert runner.invoke(app, ["run", str(p), "--dry-run"]).exit_code == 0  # the simulator has no such limit
+
+
+def test_a_flow_group_count_above_the_typo_guard_is_one_line(tmp_path):
+    from cclab.scenario import MAX_COUNT
+
+    p = write(tmp_path, count=MAX_COUNT + 1)
+    one_line_error(runner.invoke(app, ["validate-scenario", str(p)]), "count")
 
 
 def test_dry_run_of_a_normal_scenario_runs_nothing(tmp_path, monkeypatch):
@@ -89,7 +126,8 @@ def test_allow_large_lifts_the_limit(tmp_path, monkeypatch):
 def test_a_sweep_with_a_too_large_point_is_refused_before_anything_runs(tmp_path):
     f = tmp_path / "sw.toml"
     f.write_text('[base]\nname = "b"\nduration = "10s"\n[base.link]\nrate = "10Mbps"\n[[base.flows]]\n'
-                 'cca = "cubic"\nrtt = "20ms"\ncount = 1000\n[axes]\nsample_interval = ["10ms", "1us"]\n')  # fmt: skip
+                 'cca = "cubic"\nrtt = "20ms"\ncount = 1000\n[zip]\nsample_interval = ["10ms", "1us"]\n'
+                 '"record.flows" = ["10ms", "1us"]\n')  # fmt: skip
     result = runner.invoke(app, ["sweep", str(f), "--out", str(tmp_path / "o"), "--no-progress"])
     one_line_error(result, "point sample_interval='1us'", "too large", "--allow-large")
     assert not (tmp_path / "o").exists()

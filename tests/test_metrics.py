@@ -72,7 +72,8 @@ def test_summary_over_measure_window(raw_ir):
     raw, ir = raw_ir
     s = metrics.summary(metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir), ir)
     json.dumps(s, allow_nan=False)  # JSON-safe
-    assert s["window"] == {"from_s": 2.0, "to_s": 6.0, "duration_s": 4.0, "samples": 4, "share_bin_s": 1.0}
+    assert s["window"] == {"from_s": 2.0, "to_s": 6.0, "duration_s": 4.0, "samples": 4, "share_bin_s": 1.0,
+                           "flows_interval_s": 1.0}
     f0, f1 = s["per_flow"]
     # window (2, 6]: flow 0 [2, 2, 3, 1] Mbps, flow 1 [2, 1, 1, 1]
     assert f0["goodput_bps"] == pytest.approx(2e6)
@@ -94,7 +95,7 @@ def test_summary_over_measure_window(raw_ir):
     agg = s["aggregate"]
     assert agg["goodput_bps"] == pytest.approx(3.25e6)
     assert agg["utilization"] == pytest.approx(13 / 16)  # 13 Mbit delivered of 16 Mbit capacity
-    assert agg["drops"] == {"overflow": 3.0, "random": 1.0, "aqm": 0.0}
+    assert agg["drops"] == {"overflow": 3.0, "random": 1.0, "aqm": 0.0, "policer": 0.0}
     assert agg["loss_rate"] == pytest.approx(4 / 43)  # 40 departed + 4 dropped - 1 left the queue
     assert agg["queue_delay_ms_mean"] == pytest.approx(10)  # (10*5 + 10*15 + 20*10) / 40
     assert agg["queue_delay_ms_p50"] == pytest.approx(10)
@@ -111,7 +112,10 @@ def test_jain_only_over_flows_active_in_window(raw_ir):
     s = metrics.summary(metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir), ir)
     assert s["aggregate"]["flows_active"] == 1
     assert s["aggregate"]["jain"] == 1.0
-    assert s["per_flow"][1]["goodput_bps"] == 0.0
+    # not active in the window: no goodput over an active interval; nothing over the whole window
+    assert s["per_flow"][1]["goodput_bps"] is None
+    assert s["per_flow"][1]["active_s"] == 0.0
+    assert s["per_flow"][1]["goodput_window_bps"] == 0.0
     assert s["per_flow"][1]["cwnd_bytes_mean"] is None  # null, not NaN
 
 

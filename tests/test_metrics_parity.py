@@ -106,9 +106,47 @@ def test_time_to_rate_after_a_step():
     assert metrics.time_to_rate(stalled, 10.0, 10e6, column="goodput_bps", fraction=0.9) == pytest.approx(0.30)
 
 
+def test_time_to_rate_down_follows_the_sending_rate():
+    # step down at 15 s to 10 Mbit/s; the sender keeps sending at 19.8 Mbit/s until 15.80 s (a BBR whose max
+    # filter still holds the old rate), then 9.9 Mbit/s; the bottleneck's throughput is 10 Mbit/s throughout.
+    t = np.round(np.arange(1, 3001) * 0.01, 2)
+    f = _flows([{"time_s": float(a), "flow_id": 0, "throughput_bps": 10e6 if a > 15 else 20e6,
+                 "send_rate_bps": 19.8e6 if a <= 15.8 else 9.9e6} for a in t])  # fmt: skip
+    # 100 ms mean ≤ 11 Mbit/s: the window ending at 15.89 holds one 19.8 sample: (9·9.9 + 19.8)/10 = 10.89
+    assert metrics.time_to_rate(f, 15.0, 10e6, fraction=1.1, column="send_rate_bps", direction="down") == pytest.approx(0.89)
+    # the bottleneck's throughput would say 0.1 s: it meets the lower rate at once
+    assert metrics.time_to_rate(f, 15.0, 10e6, fraction=1.1, direction="down") == pytest.approx(0.10)
+    assert metrics.time_to_rate(f, 15.0, 5e6, fraction=1.1, column="send_rate_bps", direction="down") == math.inf
+    with pytest.raises(ValueError, match="direction"):
+        metrics.time_to_rate(f, 15.0, 10e6, direction="sideways")
+
+
 def test_peak_queue_bytes():
     link = pd.DataFrame({"time_s": [1.0, 2.0, 3.0, 4.0], "queue_bytes": [100.0, 5000.0, 3000.0, np.nan]})
     assert metrics.peak_queue_bytes(link) == 5000.0
     assert metrics.peak_queue_bytes(link, from_s=2.5) == 3000.0
     assert metrics.peak_queue_bytes(link, to_s=1.0) == 100.0
     assert math.isnan(metrics.peak_queue_bytes(link, from_s=3.5))
+
+
+def test_startup_exit_round_counts_packet_timed_rounds():
+    # 100 ms base RTT, 10 ms samples. The sender sends a burst of 10 segments at each round start; the
+    # receiver gets a burst 50 ms (the return path) before the round ends. The first five rounds last
+    # 100 ms, then the queue stretches them to 300 ms: starts 0, .1, .2, .3, .4, .5, .8, 1.1, 1.4.
+    starts = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.8, 1.1, 1.4]
+    wire_burst, payload_burst = 10 * 1500 * 8 / 0.01, 10 * 1448 * 8 / 0.01
+    t = np.round(np.arange(1, 181) * 0.01, 2)
+    send = {round(b + 0.01, 2) for b in starts[:-1]}
+    deliver = {round(b - 0.05, 2) for b in starts[1:]}
+    f = _flows([{"time_s": float(x), "flow_id": 0, "state": "STARTUP" if x < 1.1 else "DRAIN",
+                 "send_rate_bps": wire_burst if x in send else 0.0,
+                 "goodput_bps": payload_burst if x in deliver else 0.0} for x in t])  # fmt: skip
+    ir = _ir(rtt_ms=100.0)
+    assert metrics.packet_rounds(f, ir, 0) == pytest.approx(starts)
+    # it left STARTUP in the interval ending at 1.1 s: round 7 begins there; in base RTTs that reads 11
+    assert metrics.startup_exit_round(f, ir, 0) == pytest.approx(7.0)
+    assert metrics.startup_exit_rounds(f, ir, 0) == pytest.approx(11.0)
+    # half-way through a round
+    f2 = f.assign(state=np.where(t < 0.95, "STARTUP", "DRAIN"))
+    assert metrics.startup_exit_round(f2, ir, 0) == pytest.approx(6.5)
+    assert metrics.startup_exit_round(f.assign(state="STARTUP"), ir, 0) == math.inf

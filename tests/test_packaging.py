@@ -33,7 +33,7 @@ def test_the_kernel_backend_starts_the_emulator_built_into_the_extension(monkeyp
     assert out.returncode == 0 and out.stdout.strip() == f"cclab-link {_native.ENGINE_VERSION}", out
     bad = subprocess.run([*cmd, "nonsense"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines() == ["cclab-link nonsense: usage: cclab-link emulate|send|recv|version [--key value …]"]
+    assert bad.stderr.strip().splitlines() == ["cclab-link nonsense: usage: cclab-link emulate|emulate-topo|send|recv|version [--key value …]"]
 
 
 def test_cclab_link_overrides_the_built_in_emulator(monkeypatch, tmp_path):
@@ -104,7 +104,8 @@ def test_dask_is_an_extra_that_the_test_extra_pulls_in():
 
 def test_every_runtime_dependency_is_imported():
     names = {"pydantic": "pydantic", "typer": "typer", "rich": "rich", "numpy": "numpy", "pandas": "pandas",
-             "pyarrow": "pyarrow", "matplotlib": "matplotlib", "tomli-w": "tomli_w", "pyroute2": "pyroute2"}  # fmt: skip
+             "pyarrow": "pyarrow", "matplotlib": "matplotlib", "tomli-w": "tomli_w", "pyroute2": "pyroute2",
+             "scipy": "scipy"}  # fmt: skip
     source = "\n".join(p.read_text() for p in (REPO / "python" / "cclab").rglob("*.py"))
     for dep in _pyproject()["project"]["dependencies"]:
         dist = dep.split(">")[0].split("[")[0].split("=")[0].strip()

@@ -202,3 +202,22 @@ def test_measure_means_over_trials_and_computes_the_gain(tmp_path):
     e2 = published.Published("q", 1, "s", point={"link.rate": "10Mbps"}, metric="agg.goodput_bps")
     assert published.measure(e2, d, {"link": {"rate": "20Mbps"}}) is None
     assert published.measure(e2, d, {"link": {"rate": "10Mbps"}}) == pytest.approx(9e6)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_every_preset_has_published_values_to_print(name):
+    """`cclab reproduce NAME` prints published values beside measured ones for every preset: each
+    has entries with a metric, and its [quick] variant covers at least one (aqm-bbr-vs-cubic had none)."""
+    p = PRESETS[name]
+    entries = [(part, e) for (part, _sw), f in zip(p.sweeps(), p.files) for e in published.load(HERE / f)]
+    assert any(e.metric for _part, e in entries), name
+    quick = dict(p.sweeps(quick=True))
+    covered = []
+    for part, e in entries:
+        if not e.metric or e.metric.startswith(("period.", "step.")):
+            continue
+        sw = quick[part]
+        axes = {**sw.axes, **sw.zip}
+        covered.append(all(any(published._same(v, k_v) for k_v in axes[k]) if k in axes
+                           else published._same(published._base_value(sw.base, k), v) for k, v in e.point.items()))
+    assert not covered or any(covered), name

@@ -38,10 +38,34 @@ def test_aqm_drops_and_ce_marks_are_separate_columns_and_in_the_summary(tmp_path
     assert run.link.drops_aqm.sum() > 0
     assert run.link.drops_random.sum() > 0
     assert 0 < agg["mark_rate"] < 1
-    assert set(agg["drops"]) == {"overflow", "random", "aqm"}
+    assert set(agg["drops"]) == {"overflow", "random", "aqm", "policer"}
+    assert agg["drops"]["policer"] == 0 and run.link.drops_policer.sum() == 0
+    assert "policer" not in run.ir["links"][0]
     # the IR says what ran
     assert run.ir["links"][0]["qdisc"]["kind"] == "fq_codel" and run.ir["links"][0]["qdisc"]["ecn"] is True
     assert [f["ecn"] for f in run.ir["flows"]] == [True, True, False]
+
+
+def test_a_policer_caps_the_rate_and_its_drops_are_their_own_column(tmp_path):
+    # A 5 Mbit/s token bucket (30 KB) in front of a 20 Mbit/s link: what passes
+    # is at most the bucket plus rate × time (wire bytes), the rest is dropped
+    # as drops_policer; the queue behind it never overflows.
+    sc = scenario_from_dict({
+        "name": "policed", "duration": "10s", "measure": {"from": "2s"},
+        "link": {"rate": "20Mbps", "buffer": "4bdp", "policer": {"rate": "5Mbps", "burst": "30KB"}},
+        "flows": [{"cca": "bbr", "rtt": "40ms"}],
+    })  # fmt: skip
+    run = cclab.load(cclab.run_to_dir(sc, tmp_path / "p"))
+    assert run.ir["links"][0]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
+    agg = run.summary["aggregate"]
+    link = run.link
+    egress_bits = float((link.throughput_bps * link.time_s.diff().fillna(link.time_s)).sum())
+    assert egress_bits <= 5e6 * 10 + 30_000 * 8 + 1
+    # BBR's long-term (policer) model paces at the policed rate: measured 99.9 % of it
+    assert egress_bits >= 0.95 * 5e6 * 10
+    assert link.drops_policer.sum() > 0 and link.drops_overflow.sum() == 0
+    assert agg["drops"]["policer"] == pytest.approx(link.drops_policer[link.time_s > 2].sum())
+    assert agg["loss_rate"] == pytest.approx(agg["drops_total"] / agg["arrival_packets"])
 
 
 def test_drop_tail_has_no_aqm_drops_or_marks(tmp_path):

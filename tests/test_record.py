@@ -66,7 +66,7 @@ def test_failure_mid_write_leaves_nothing(tmp_path, monkeypatch, parts):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(record, "_write_parquet", boom)
+    monkeypatch.setattr(record, "_write_table", boom)
     with pytest.raises(OSError, match="disk full"):
         record.write_run(tmp_path / "run", **parts)
     assert list(tmp_path.iterdir()) == []

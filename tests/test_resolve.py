@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cclab.errors import ScenarioError
 from cclab.resolve import buffer_bytes_for_bdp, canonical_json, ir_hash, resolve
 from cclab.scenario import (Cca, FlowGroup, Link, LossModel, Measure, Scenario, ScheduleEntry, load_scenario,
                             scenario_from_dict)
@@ -63,7 +64,7 @@ def rust_fields(struct_or_variant: str) -> set[str]:
     (crates/cclab-sim/src/scenario.rs; the link's in crates/cclab-netmodel)."""
     files = [REPO / "crates" / "cclab-sim" / "src" / "scenario.rs"]
     netmodel = REPO / "crates" / "cclab-netmodel" / "src"
-    files += [netmodel / "ir.rs", netmodel / "loss.rs", *sorted((netmodel / "qdisc").glob("*.rs"))]
+    files += [netmodel / "ir.rs", netmodel / "loss.rs", netmodel / "policer.rs", *sorted((netmodel / "qdisc").glob("*.rs"))]
     source = "\n".join(f.read_text() for f in files)
     match = re.search(rf"(?:struct\s+|\n\s+){struct_or_variant}\s*\{{(.*?)\}}", source, re.S)
     assert match, struct_or_variant
@@ -86,6 +87,7 @@ def test_ir_keys_match_the_documented_example() -> None:
     scenario = scenario_from_dict(small(
         measure={"from": "20s"},
         link={"schedule": [{"at": "20s", "rate": "160Mbps"}]},
+        record={"flows": "1s"},  # the optional `record` of the example
     ))
     ir = resolve(scenario)
     assert key_paths(ir) == key_paths(documented_ir())
@@ -97,9 +99,9 @@ def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
     assert set(ir["links"][0]["capacity"]) - {"kind"} == rust_fields("Trace")
     assert set(ir["links"][0]["loss"]) - {"kind"} == rust_fields("GilbertElliott")
     assert ir["links"][0]["capacity"]["kind"] == "trace" and ir["links"][0]["loss"]["kind"] == "gilbert_elliott"
-    assert set(ir["flows"][0]) == rust_fields("Flow")
-    assert set(ir) == rust_fields("Scenario")
-    assert set(ir["links"][0]) == rust_fields("Link")
+    assert set(ir["flows"][0]) == rust_fields("Flow")  # start_offset_ns too (left out when 0)
+    assert set(ir) == rust_fields("Scenario") - {"record"}  # record: only when not every flow at every sample
+    assert set(ir["links"][0]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
 
 
 def test_integers_are_integers() -> None:
@@ -134,6 +136,7 @@ def test_constant_link_values() -> None:
     assert ir["links"][0]["delay_ns"] == 5 * MS
     assert ir["links"][0]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
     assert ir["links"][0]["schedule"] == [] and ir["links"][0]["qdisc"] == {"kind": "droptail"}
+    assert "policer" not in ir["links"][0], "absent without a policer: the IR and its hash stay as they were"
     assert ir["flows"][0]["ecn"] is False
     # the one-link form: the link "link" from "left" to "right", every flow on it, ACKs uncongested, Linux's receiver
     assert {k: ir["links"][0][k] for k in ("name", "from", "to")} == {"name": "link", "from": "left", "to": "right"}
@@ -186,8 +189,10 @@ def test_groups_expand_with_sequential_ids_and_stagger() -> None:
         {"cca": "cubic", "count": 3, "rtt": "40ms", "start": "1s", "stagger": "2s"},
         {"cca": {"name": "reno"}, "count": 2, "rtt": "80ms", "stop": "25s", "bytes": "10MB", "rwnd": "64KiB"},
     ])))
-    summary = [(f["id"], f["group"], f["cca"], f["rtt_ns"], f["start_ns"], f["stop_ns"], f["bytes"], f["rwnd_bytes"])
-               for f in ir["flows"]]
+    # start_ns is the explicit start: the configured one + the flow's random offset (start_offset, default 1 RTT)
+    assert all(0 < f["start_offset_ns"] < f["rtt_ns"] for f in ir["flows"])
+    summary = [(f["id"], f["group"], f["cca"], f["rtt_ns"], f["start_ns"] - f["start_offset_ns"], f["stop_ns"],
+                f["bytes"], f["rwnd_bytes"]) for f in ir["flows"]]
     assert summary == [
         (0, 0, "cubic", 40 * MS, 1 * S, None, None, None),
         (1, 0, "cubic", 40 * MS, 3 * S, None, None, None),  # start + 1 × stagger
@@ -501,3 +506,14 @@ def test_ir_hash_of_a_one_link_scenario_is_its_v3_hash_and_topologies_differ() -
     renamed["links"][0]["name"] = "core"
     renamed["flows"][0]["path"] = ["core"]
     assert ir_hash(renamed) != ir_hash(ir)
+
+
+def test_policer_resolves_and_rejects_a_bucket_below_one_packet() -> None:
+    ir = resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "30KB"}})))
+    assert ir["links"][0]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
+    assert set(ir["links"][0]["policer"]) == rust_fields("PolicerConfig")
+    assert set(ir["links"][0]) == rust_fields("Link")
+    with pytest.raises(ScenarioError, match=r"^link\.policer\.burst: '1KB' is less than one packet .*1500 bytes"):
+        resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "1KB"}})))
+    with pytest.raises(ScenarioError, match=r"^link\.policer\.rate: '2Tbps' is above the simulator's highest rate"):
+        resolve(scenario_from_dict(small(link={"policer": {"rate": "2Tbps", "burst": "30KB"}})))

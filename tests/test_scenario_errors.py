@@ -63,7 +63,7 @@ def check(error: ScenarioError, field: str, value: str, allowed: str) -> str:
 
 def test_unknown_field_in_link_lists_the_allowed_fields() -> None:
     error = fails(variant({"link.rat": "50Mbps"}, remove=("link.rate",)))
-    assert str(error) == "link.rat: unknown field; allowed: rate, trace, schedule, delay, buffer, loss, qdisc"
+    assert str(error) == "link.rat: unknown field; allowed: rate, trace, schedule, delay, buffer, loss, qdisc, policer"
     assert error.value == "rat"
 
 
@@ -71,7 +71,7 @@ def test_unknown_field_in_link_lists_the_allowed_fields() -> None:
     ("changes", "field", "allowed"),
     [
         ({"durations": "30s"}, "durations",
-         "allowed: name, duration, seed, sample_interval, mss, measure, link, links, flows"),
+         "allowed: name, duration, seed, sample_interval, mss, measure, start_offset, record, link, links, flows"),
         ({"flows[0].ctt": "40ms"}, "flows[0].ctt", "allowed: cca, count, rtt, start, stagger, stop, bytes, rwnd"),
         ({"measure": {"form": "1s"}}, "measure.form", "allowed: from, to"),
         ({"link.schedule": [{"at": "1s", "rat": "1Mbps"}]}, "link.schedule[0].rat", "allowed: at, rate, delay, loss"),
@@ -247,6 +247,25 @@ def test_old_aqm_field_is_migrated_or_refused_never_ignored() -> None:
 )
 def test_bad_qdisc(qdisc: Any, field: str, shown: str, allowed: str) -> None:
     check(fails(variant({"link.qdisc": qdisc})), field, shown, allowed)
+
+
+@pytest.mark.parametrize(
+    ("policer", "field", "shown", "allowed"),
+    [
+        ("5Mbps", "link.policer", "'5Mbps' is not a table", "expected a table with fields rate, burst"),
+        ({"rate": "5Mbps"}, "link.policer.burst", "required field missing", 'burst = "30KB"'),
+        ({"burst": "30KB"}, "link.policer.rate", "required field missing", 'rate = "5Mbps"'),
+        ({"rate": "0Mbps", "burst": "30KB"}, "link.policer.rate", "'0Mbps' must be greater than zero", "Mbps"),
+        ({"rate": "fast", "burst": "30KB"}, "link.policer.rate", "'fast'", "Mbps"),
+        ({"rate": "5Mbps", "burst": "-3KB"}, "link.policer.burst", "'-3KB' is negative", "KB"),
+        ({"rate": "5Mbps", "burst": "1KB"}, "link.policer.burst", "'1KB' is less than one packet",
+         "at least one full packet: mss + 52 = 1500 bytes"),
+        ({"rate": "5Mbps", "burst": "30KB", "peakrate": "10Mbps"}, "link.policer.peakrate", "unknown field",
+         "allowed: rate, burst"),
+    ],
+)
+def test_bad_policer(policer: Any, field: str, shown: str, allowed: str) -> None:
+    check(fails(variant({"link.policer": policer})), field, shown, allowed)
 
 
 def test_red_thresholds_are_checked_against_each_other_and_the_burst() -> None:

@@ -142,8 +142,9 @@ def test_group_over_trials_mean_and_ci():
     # s = 1, n = 3: half-width = t(2) / sqrt(3)
     assert g["m.ci95"][0] == pytest.approx(4.3027 / math.sqrt(3), rel=1e-4)
     assert math.isnan(g["m.ci95"][1])  # one valid sample: no interval
+    assert list(g["m.n"]) == [3, 1] and list(g["n_effective"]) == [3, 2] and not g["deterministic"].any()
     single = group_over_trials(df[df.trial == 0], ["m"])
-    assert "m.ci95" not in single
+    assert single["m.ci95"].isna().all() and list(single["m.n"]) == [1, 1]
 
 
 def test_cli_table(fake, tmp_path):
@@ -162,7 +163,8 @@ def test_cli_table(fake, tmp_path):
     r = CliRunner().invoke(app, ["table", str(tmp_path), "--csv", "-m", "cubic.share"])
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
-    assert lines[0] == "link.buffer,trials,cubic.share,cubic.share.ci95" and len(lines) == 3
+    assert lines[0] == ("link.buffer,trials,n_effective,deterministic,cubic.share,cubic.share.lo,cubic.share.hi,"
+                        "cubic.share.ci95,cubic.share.n,cubic.share.stat") and len(lines) == 3
     r = CliRunner().invoke(app, ["table", str(tmp_path / "nope")])
     assert r.exit_code == 2 and "not a sweep directory" in r.output
 

@@ -55,8 +55,10 @@ def records(out: Path) -> dict[str, bytes]:
 
 
 def complete_count(out: Path) -> int:
+    # not the temporary directory of a record being written: it is complete just before its rename,
+    # and a kill in between leaves it to be cleaned up, not resumed
     runs = out / "runs"
-    return sum(1 for d in runs.iterdir() if is_complete(d)) if runs.is_dir() else 0
+    return sum(1 for d in runs.iterdir() if ".tmp-" not in d.name and is_complete(d)) if runs.is_dir() else 0
 
 
 @needs_engine

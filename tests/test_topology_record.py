@@ -148,7 +148,6 @@ def test_link_summary_of_an_unused_link_is_empty_not_an_error() -> None:
     raw, ir = _synthetic_two_links()
     ir["links"].append({"name": "z", "from": "c", "to": "d"})
     lf = metrics.link_frame(raw, ir)
-    lw = lf.assign(dt_s=1.0)
-    out = metrics.link_summary(lw, ir, {0: 1.0}, 3.0)
+    out = metrics.link_summary(lf, ir, {0: 1.0})
     assert list(out) == ["x", "y", "z"] and out["z"]["flows"] == [] and out["z"]["drops_total"] == 0
     assert isinstance(lf["link"].dtype, pd.CategoricalDtype)

@@ -24,9 +24,10 @@ from typing import Any
 
 from cclab.backends import get_backend
 
-__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_resolved", "run_to_dir"]
+__all__ = ["Run", "default_run_dir", "load", "prepare", "run", "run_prepared", "run_resolved", "run_to_dir"]
 
-#: Where ``run`` writes when no ``out`` is given: ``runs/<name>-<short IR hash>``.
+#: Where ``cclab run`` (the command) writes when no ``--out`` is given: ``runs/<name>-<short IR hash>``.
+#: :func:`run` (Python) writes into a new temporary directory instead: the API writes only where it is told.
 RUNS_DIR = Path("runs")
 
 
@@ -98,19 +99,34 @@ def run(
     """Run a scenario and write its record; returns the :class:`~cclab.record.Run`.
 
     ``scenario``: a path to a TOML file, a :class:`cclab.scenario.Scenario` or a
-    TOML-shaped dict. ``out``: the record directory (default
-    :func:`default_run_dir`); an existing complete record there is an error
-    unless ``overwrite`` (and even then, a directory cclab did not write is
-    never replaced). ``seed`` overrides the scenario's seed. ``plot`` draws
-    ``timeseries.<fmt>`` for each of ``formats`` into the record. A run whose
-    estimated memory, events or record size exceeds :data:`cclab.limits.LIMITS`
-    is refused before it starts unless ``allow_large``.
+    TOML-shaped dict. ``out``: the record directory; without it, a new
+    temporary directory (``<tmp>/cclab-XXXXXXXX/<name>-<IR hash>``, kept: the
+    record is ``run.path``) — nothing is written to the working directory. An
+    existing complete record in ``out`` is an error unless ``overwrite`` (and
+    even then, a directory cclab did not write is never replaced). ``seed``
+    overrides the scenario's seed. ``plot`` draws ``timeseries.<fmt>`` for each
+    of ``formats`` into the record (``run.plot()`` returns the figures
+    without saving). A run whose estimated memory, events or record size
+    exceeds :data:`cclab.limits.LIMITS` is refused before it starts unless
+    ``allow_large``.
     """
     _sc, toml_text, ir = prepare(scenario, seed)
-    out_dir = Path(out) if out is not None else default_run_dir(ir, backend)
-    result = _run(ir, toml_text, out_dir, backend=backend, overwrite=overwrite, allow_large=allow_large)
+    if out is None:
+        import tempfile
+
+        out = Path(tempfile.mkdtemp(prefix="cclab-")) / default_run_dir(ir, backend).name
+    return run_prepared(ir, toml_text, out, backend=backend, plot=plot, formats=formats, overwrite=overwrite,
+                        allow_large=allow_large)  # fmt: skip
+
+
+def run_prepared(ir: Mapping[str, Any], scenario_toml: str, out: str | Path, *, backend: str = "sim",
+                 plot: bool = True, formats: Iterable[str] = ("png",), overwrite: bool = False,
+                 allow_large: bool = False) -> Run:  # fmt: skip
+    """:func:`run` of what :func:`prepare` returned (the IR and the scenario text the record keeps),
+    into ``out`` — without validating and resolving the scenario again."""
+    result = _run(dict(ir), scenario_toml, Path(out), backend=backend, overwrite=overwrite, allow_large=allow_large)
     if plot:
-        result.figures = result.plot(formats=tuple(formats))
+        result.figures = result.save_plot(formats=tuple(formats))
     return result
 
 
@@ -135,33 +151,88 @@ def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, ove
     limits.check(ir, backend=backend, allow_large=allow_large, override="--allow-large (Python: allow_large=True)")
     engine = get_backend(backend)
     started = _dt.datetime.now(_dt.timezone.utc)
-    t0 = time.perf_counter()
-    raw = engine.run(ir)
-    wall = time.perf_counter() - t0
-    flows = metrics.flows_frame(raw, ir)
-    link = metrics.link_frame(raw, ir)
-    summary = metrics.summary(flows, link, ir)
     meta: dict[str, Any] = {
         "backend": backend,
         "cclab_version": cclab_version(),
-        "engine_version": str(raw.get("engine_version", "unknown")),
         "seed": ir.get("seed"),
         "host": platform.node(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "started_at": started.isoformat(timespec="seconds"),
-        "wall_time_s": wall,
         "valid": True,
         "invalid_reasons": [],
         "ir_hash": ir_hash(ir),
-        "counters": dict(raw.get("counters") or {}),
     }
-    meta.update(raw.get("meta") or {})
-    path = record.write_run(
-        out_dir, scenario_toml=toml_text, ir=ir, meta=meta, flows=flows, link=link, summary=summary, overwrite=overwrite
-    )
-    return record.Run(flows=flows, link=link, summary=summary, meta=record.read_meta(path), ir=ir,
-                      scenario_toml=toml_text, path=path)  # fmt: skip
+    store_flows = bool((ir.get("record") or {}).get("flows_stored", True))
+    if hasattr(engine, "stream"):
+        path, summary, link, tail = _run_streaming(engine, ir, toml_text, out_dir, meta, overwrite, store_flows)
+        flows = None
+    else:
+        t0 = time.perf_counter()
+        raw = engine.run(ir)
+        meta["wall_time_s"] = time.perf_counter() - t0
+        raw = {**raw, "flows": metrics.flows_at_record_interval(raw["flows"], ir)}
+        flows = metrics.flows_frame(raw, ir)
+        link = metrics.link_frame(raw, ir)
+        tail = raw
+        t1 = time.perf_counter()
+        summary = metrics.summary(flows, link, ir, histograms=raw.get("histograms"), flow_info=raw.get("flow_info"))
+        meta["timing"] = {"engine_s": meta["wall_time_s"], "summary_s": time.perf_counter() - t1}
+        _finish_meta(meta, raw)
+        path = record.write_run(out_dir, scenario_toml=toml_text, ir=ir, meta=meta,
+                                flows=flows if store_flows else flows.iloc[0:0], link=link, summary=summary,
+                                overwrite=overwrite, histograms=raw.get("histograms"))  # fmt: skip
+    return record.Run(flows=flows if store_flows else None, link=link, summary=summary, meta=record.read_meta(path),
+                      ir=ir, scenario_toml=toml_text, path=path, histograms=tail.get("histograms"))  # fmt: skip
+
+
+def _finish_meta(meta: dict[str, Any], tail: Mapping[str, Any]) -> None:
+    meta["engine_version"] = str(tail.get("engine_version", "unknown"))
+    meta["counters"] = dict(tail.get("counters") or {})
+    meta.update(tail.get("meta") or {})
+
+
+#: Columns of the per-flow frame the summary reads (kept in memory while the rest is streamed to disk).
+_SUMMARY_COLUMNS = ("time_s", "flow_id", "active", "goodput_bps", "send_rate_bps", "retrans_segs", "rto_count",
+                    "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
+
+
+def _run_streaming(engine: Any, ir: dict[str, Any], toml_text: str, out_dir: Path, meta: dict[str, Any],
+                   overwrite: bool, store_flows: bool) -> tuple[Path, dict[str, Any], Any, dict[str, Any]]:
+    """Run ``ir`` on a backend that streams, writing the record as the chunks come (docs/record.md "Writing")."""
+    import pandas as pd
+
+    from cclab import metrics, record
+
+    t_start = time.perf_counter()
+    stream = engine.stream(ir)
+    builder = metrics.FrameBuilder(ir, stream.state_names)
+    states = sorted({name for names in stream.state_names.values() for name in names})  # one small code per row
+    kept: list[pd.DataFrame] = []
+    links: list[pd.DataFrame] = []
+    with record.RecordWriter(out_dir, scenario_toml=toml_text, ir=ir, overwrite=overwrite,
+                             store_flows=store_flows) as writer:  # fmt: skip
+        for chunk in stream:
+            ff = builder.flows(chunk["flows"])
+            lf = builder.link(chunk["link"])
+            writer.add_flows(ff)
+            writer.add_link(lf)
+            part = ff[list(_SUMMARY_COLUMNS)]
+            kept.append(part.assign(state=pd.Categorical(part["state"], categories=states)))
+            links.append(lf)
+        tail = stream.finish()
+        meta["wall_time_s"] = stream.engine_s
+        _finish_meta(meta, tail)
+        flows = pd.concat(kept, ignore_index=True) if kept else builder.flows({"time_ns": [], "flow_id": []})
+        del kept
+        link = pd.concat(links, ignore_index=True) if links else builder.link({"time_ns": []})
+        t1 = time.perf_counter()
+        summary = metrics.summary(flows, link, ir, histograms=tail.get("histograms"), flow_info=tail.get("flow_info"))
+        # engine: in the simulator; summary: cclab.metrics.summary; total: run + frames + writing + summary
+        meta["timing"] = {"engine_s": stream.engine_s, "summary_s": time.perf_counter() - t1,
+                          "total_s": time.perf_counter() - t_start}  # fmt: skip
+        path = writer.finish(meta=meta, summary=summary, histograms=tail.get("histograms"))
+    return path, summary, link, tail
 
 
 def run_to_dir(scenario: Any, out_dir: str | Path, backend: str = "sim", *, seed: int | None = None,

@@ -1,23 +1,29 @@
 """``cclab bench``: simulator speed and memory on reference scenarios.
 
-Each case is a scenario (the user-facing schema), resolved to its IR here and
-run in a **fresh subprocess** that loads only the engine extension
-(``cclab/_native*.so``, not pandas/pyarrow), so its peak RSS is that case's.
-The child times only the ``simulate`` call (``time.perf_counter``) and reports:
+Each case is a scenario (the user-facing schema) run in a **fresh Python
+process** through :func:`cclab.api.run` — the engine, the metric frames and
+summary, and the record written by :mod:`cclab.record` into a temporary
+directory — so what it measures is what a user's run costs. The child
+reports:
 
-* wall seconds of ``simulate``,
-* simulated seconds per wall second,
-* bottleneck packets (departed from the bottleneck queue, raw
-  ``link.departed_packets`` at the end; in a topology summed over its
-  links, so a packet counts once per link it crosses) per wall second,
-* peak RSS after the run and before it (interpreter + engine module), in MB:
-  ``VmHWM`` from ``/proc/self/status`` (``getrusage(RUSAGE_SELF).ru_maxrss``
-  elsewhere). Not ``ru_maxrss`` on Linux: it is kept across ``execve`` and
-  so reports the parent's RSS at fork time when that is larger.
+* engine seconds (``meta.json``'s ``wall_time_s``: the simulator alone) and
+  bottleneck packets (``departed_packets`` of the link table, summed — in a topology over its
+  links too, so a packet counts once per link it crosses) per
+  engine second;
+* the whole ``cclab.api.run`` call's wall seconds, and of those the seconds
+  spent in :func:`cclab.metrics.summary` (timed by wrapping it);
+* peak RSS of the child, in MB: ``VmHWM`` from ``/proc/self/status``
+  (``getrusage(RUSAGE_SELF).ru_maxrss`` elsewhere) — interpreter, pandas
+  and pyarrow included. Not ``ru_maxrss`` on Linux: it is kept across
+  ``execve`` and so reports the parent's RSS at fork time when larger;
+* the record's size on disk (every file of the record directory).
 
-Add a case with one :func:`register` line. Cases whose algorithms the engine
-does not have yet are listed as skipped. Performance is measured here, never
-asserted by a timed test (docs/performance.md has the measured numbers).
+A case the resource estimate refuses (:mod:`cclab.limits`) is listed as
+skipped with the reason, not run. Add a case with one :func:`register` line;
+cases whose algorithms the engine does not have are listed as skipped.
+``--vs-ns3`` compares whole processes with ns-3 (:mod:`cclab.ns3bench`).
+Performance is measured here, never asserted by a timed test
+(docs/performance.md has the measured numbers).
 """
 
 from __future__ import annotations
@@ -36,8 +42,8 @@ __all__ = ["CASES", "BenchCase", "BenchError", "build_ir", "main", "register", "
 
 #: Context printed under the table (from the performance issue).
 REFERENCE = (
-    "reference: ns-3.44 simulates cubic-100M-25ms at ~70 k bottleneck pkts/s; "
-    "cclab's goal is ≥ 3 M pkts/s (docs/performance.md)"
+    "goals (docs/performance.md): ≥ 3 M bottleneck pkts/s with 100 flows at 10 Gbit/s, ≥ 2 M with 10 000; "
+    "10 000 flows × 60 s: record ≤ 1 GB, peak RSS ≤ 4 GB, summary ≤ engine time; `cclab bench --vs-ns3`: ns-3 side by side"
 )
 QUICK_DURATION = "5s"
 
@@ -113,6 +119,13 @@ register(BenchCase("parking-lot-3x100M", "parking lot: 3 × 100 Mbps links, 1 lo
 # docs/queues.md) instead of drop-tail: the cost of a flow-queueing AQM.
 register(BenchCase("cubic100-1G-fq_codel", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger, FQ-CoDel", "1Gbps",
                    ({"cca": "cubic", "rtt": "25ms", "count": 100, "stagger": "10ms"},), qdisc="fq_codel"))  # fmt: skip
+# Scale (many flows, 10 Gbit/s): every flow has started by 1 s, 25 ms, 1 BDP drop-tail.
+register(BenchCase("cubic100-10G", "100 CUBIC, 10 Gbps, 25 ms, 10 ms stagger", "10Gbps",
+                   ({"cca": "cubic", "rtt": "25ms", "count": 100, "stagger": "10ms"},)))  # fmt: skip
+register(BenchCase("cubic1000-1G", "1 000 CUBIC, 1 Gbps, 25 ms, 1 ms stagger", "1Gbps",
+                   ({"cca": "cubic", "rtt": "25ms", "count": 1000, "stagger": "1ms"},)))  # fmt: skip
+register(BenchCase("cubic10k-10G", "10 000 CUBIC, 10 Gbps, 25 ms, 0.1 ms stagger", "10Gbps",
+                   ({"cca": "cubic", "rtt": "25ms", "count": 10_000, "stagger": "100us"},)))  # fmt: skip
 
 
 def build_ir(case: BenchCase, quick: bool = False) -> dict[str, Any]:
@@ -123,16 +136,24 @@ def build_ir(case: BenchCase, quick: bool = False) -> dict[str, Any]:
     return resolve(scenario_from_dict(case.scenario(quick)))
 
 
-# The child: loads the extension module by file, without importing the cclab
-# package (whose __init__ may pull in pandas etc.), runs, reports JSON.
+# The child: a whole cclab.api.run of the case into a temporary record
+# directory, metrics.summary timed by a wrapper; reports JSON on stdout.
 _CHILD = r"""
-import importlib.machinery, importlib.util, json, resource, sys, time
-import numpy  # the engine returns numpy arrays: load numpy before timing, not inside it
-path, ir_json = sys.argv[1], sys.stdin.read()
-loader = importlib.machinery.ExtensionFileLoader("cclab._native", path)
-spec = importlib.util.spec_from_file_location("cclab._native", path, loader=loader)
-native = importlib.util.module_from_spec(spec)
-loader.exec_module(native)
+import json, resource, sys, time
+from pathlib import Path
+spec = json.loads(sys.stdin.read())
+from cclab import api, metrics
+from cclab.errors import ScenarioError
+summary_s = 0.0
+_summary = metrics.summary
+def _timed_summary(*args, **kwargs):
+    global summary_s
+    t0 = time.perf_counter()
+    try:
+        return _summary(*args, **kwargs)
+    finally:
+        summary_s += time.perf_counter() - t0
+metrics.summary = _timed_summary
 def peak_kb():
     # VmHWM is this process image's peak RSS; ru_maxrss survives execve on
     # Linux and would report the (larger) parent's RSS at fork time.
@@ -144,20 +165,18 @@ def peak_kb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-before = peak_kb()
+out = Path(spec["out"])
 t0 = time.perf_counter()
-raw = native.simulate(ir_json)
-wall = time.perf_counter() - t0
-peak = peak_kb()
-link = raw["link"]
-if "departed_packets" in link and len(link["departed_packets"]):
-    # one row per link per sample: the last sample's rows, summed over links
-    n_links = int(link["link_id"].max()) + 1 if "link_id" in link and len(link["link_id"]) else 1
-    packets = float(link["departed_packets"][-n_links:].sum())
-else:
-    packets = float(link["egress_bytes"][-1]) / 1500.0
-json.dump({"wall_s": wall, "packets": packets, "rss_before_kb": before, "rss_peak_kb": peak,
-           "engine_version": raw.get("engine_version")}, sys.stdout)
+try:
+    run = api.run(spec["scenario"], out=out, plot=False)
+except ScenarioError as e:
+    json.dump({"refused": str(e)}, sys.stdout)
+    sys.exit(0)
+run_s = time.perf_counter() - t0
+record_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+json.dump({"engine_s": float(run.meta["wall_time_s"]), "run_s": run_s, "summary_s": summary_s,
+           "packets": float(run.link["departed_packets"].sum()), "rss_peak_kb": peak_kb(),
+           "record_bytes": record_bytes, "engine_version": run.meta.get("engine_version")}, sys.stdout)
 """
 
 
@@ -170,34 +189,33 @@ def _native_path() -> str:
 
 
 def run_case(case: BenchCase, quick: bool = False, timeout: float | None = None) -> dict[str, Any]:
-    """Run one case in a fresh Python process; returns its measurements."""
+    """Run one case in a fresh Python process; returns its measurements (``skipped``: why it was not run)."""
+    import tempfile
+
     ir = build_ir(case, quick)
-    proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, _native_path()],
-        input=json.dumps(ir),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    with tempfile.TemporaryDirectory(prefix="cclab-bench-") as tmp:
+        spec = {"scenario": case.scenario(quick), "out": str(Path(tmp) / "record")}
+        proc = subprocess.run([sys.executable, "-c", _CHILD], input=json.dumps(spec), capture_output=True, text=True,
+                              timeout=timeout, check=False)  # fmt: skip
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise BenchError(f"case {case.name} failed in its subprocess: {last}")
     r = json.loads(proc.stdout)
-    sim_s = ir["duration_ns"] / 1e9
-    wall = max(r["wall_s"], 1e-9)
+    base = {"case": case.name, "description": case.description, "quick": quick, "flows": len(ir["flows"]),
+            "simulated_s": ir["duration_ns"] / 1e9}  # fmt: skip
+    if "refused" in r:
+        return {**base, "skipped": r["refused"]}
+    engine = max(r["engine_s"], 1e-9)
     return {
-        "case": case.name,
-        "description": case.description,
-        "quick": quick,
-        "flows": len(ir["flows"]),
-        "simulated_s": sim_s,
-        "wall_s": r["wall_s"],
-        "sim_s_per_wall_s": sim_s / wall,
+        **base,
+        "wall_s": r["engine_s"],
+        "sim_s_per_wall_s": base["simulated_s"] / engine,
         "packets": r["packets"],
-        "packets_per_wall_s": r["packets"] / wall,
+        "packets_per_wall_s": r["packets"] / engine,
+        "run_s": r["run_s"],
+        "summary_s": r["summary_s"],
         "peak_rss_mb": r["rss_peak_kb"] / 1024.0,
-        "base_rss_mb": r["rss_before_kb"] / 1024.0,
+        "record_mb": r["record_bytes"] / 1e6,
         "engine_version": r.get("engine_version"),
     }
 
@@ -219,22 +237,34 @@ def _fmt_count(x: float) -> str:
 
 
 def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: Path | None = None,
-         console: Any = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Run the selected cases, print a table (rich), optionally write JSON; returns the results."""
+         console: Any = None, vs_ns3: bool = False) -> list[dict[str, Any]]:  # fmt: skip
+    """Run the selected cases, print a table (rich), optionally write JSON; returns the results.
+
+    ``vs_ns3``: instead, run the ns-3 comparison (:func:`cclab.ns3bench.main`).
+    """
+    import os
+    import platform
+
     from rich.console import Console
     from rich.table import Table
 
     from cclab import _native
 
     console = console or Console()
+    if vs_ns3:
+        from cclab import ns3bench
+
+        return ns3bench.main(quick=quick, json_path=json_path, console=console)
     cases = select(only)
     _native_path()  # fail early, one line
     have = set(_native.algorithms())
     results: list[dict[str, Any]] = []
     skipped: list[str] = []
-    table = Table(title=f"cclab bench{' --quick' if quick else ''} (engine {getattr(_native, 'ENGINE_VERSION', '?')})",
-                  title_justify="left")  # fmt: skip
-    for col in ("case", "flows", "sim s", "wall s", "sim s/wall s", "btl pkts", "pkts/wall s", "peak RSS MB"):
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    table = Table(title=f"cclab bench{' --quick' if quick else ''} (engine {getattr(_native, 'ENGINE_VERSION', '?')}, "
+                        f"{os.cpu_count()} CPUs, load {load:.1f} at start)", title_justify="left")  # fmt: skip
+    for col in ("case", "flows", "sim s", "engine s", "btl pkts", "pkts/engine s", "run s", "summary s",
+                "peak RSS MB", "record MB"):  # fmt: skip
         table.add_column(col, justify="left" if col == "case" else "right", no_wrap=True)
     for case in cases:
         missing = case.algorithms - have
@@ -243,23 +273,25 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
             continue
         with console.status(f"bench {case.name}…"):
             r = run_case(case, quick)
+        if "skipped" in r:
+            skipped.append(f"{case.name} ({r['skipped']})")
+            continue
         results.append(r)
         table.add_row(r["case"], str(r["flows"]), f"{r['simulated_s']:g}", f"{r['wall_s']:.3f}",
-                      f"{r['sim_s_per_wall_s']:.1f}", _fmt_count(r["packets"]),
-                      _fmt_count(r["packets_per_wall_s"]), f"{r['peak_rss_mb']:.1f}")  # fmt: skip
+                      _fmt_count(r["packets"]), _fmt_count(r["packets_per_wall_s"]), f"{r['run_s']:.2f}",
+                      f"{r['summary_s']:.2f}", f"{r['peak_rss_mb']:.0f}", f"{r['record_mb']:.1f}")  # fmt: skip
     # A pipe or CI log gets 80 columns by default, too narrow for this table.
-    wide = console if console.width >= 110 else Console(file=console.file, width=110, highlight=False,
+    wide = console if console.width >= 140 else Console(file=console.file, width=140, highlight=False,
                                                         force_terminal=console.is_terminal)  # fmt: skip
     wide.print(table)
     if skipped:
         console.print("skipped: " + "; ".join(skipped), soft_wrap=True)
-    if results:
-        console.print(f"RSS before simulate (interpreter + engine): ~{results[0]['base_rss_mb']:.0f} MB", soft_wrap=True)
-    console.print("btl pkts: packets that left the bottleneck queue; sim s/wall s: simulated per wall second",
-                  soft_wrap=True)  # fmt: skip
+    console.print("btl pkts: packets that left the bottleneck queue; engine s: the simulator alone; run s: the whole "
+                  "cclab.api.run (engine, frames, summary, record); peak RSS: the run's process", soft_wrap=True)  # fmt: skip
     console.print(REFERENCE, soft_wrap=True)
     if json_path is not None:
         Path(json_path).write_text(json.dumps({"quick": quick, "reference": REFERENCE, "results": results,
-                                               "skipped": skipped}, indent=1) + "\n")  # fmt: skip
+                                               "skipped": skipped, "load_average": load, "cpus": os.cpu_count(),
+                                               "machine": platform.platform()}, indent=1) + "\n")  # fmt: skip
         console.print(f"wrote {json_path}", soft_wrap=True)
     return results

@@ -3,7 +3,7 @@
     cclab run FILE [--out DIR] [--backend sim|kernel] [--seed N] [--svg] [--no-plot] [--overwrite]
               [--dry-run] [--allow-large]
     cclab validate-scenario FILE
-    cclab bench [--quick] [--only NAME] [--json FILE]
+    cclab bench [--quick] [--only NAME] [--json FILE] [--vs-ns3]
     cclab version
 
 plus ``doctor``/``compare`` (:mod:`cclab.cli_kernel`), ``sweep``/``table``/
@@ -163,7 +163,10 @@ app = typer.Typer(
     name="cclab",
     help="A congestion-control lab: one scenario file, a deterministic simulator and the real Linux stacks.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
+    # Help text is plain text: with rich markup, "[axes]" or "[default: …]" in a help string vanished as a
+    # markup tag ("TOML: base, trials, , "). tests/test_cli_help.py checks every help string appears as written.
+    rich_markup_mode=None,
     pretty_exceptions_show_locals=False,
 )
 
@@ -231,6 +234,8 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_row(f"utilization (goodput / capacity{bottleneck})", f"{_pct(agg.get('utilization'))} %")
     t.add_row("loss rate (all links)" if bottleneck else "bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
     t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
+    if drops.get("policer"):
+        t.add_row("policer drops", _num(drops.get("policer"), 0))
     if agg.get("marks_ce"):
         t.add_row("CE marks", _num(agg.get("marks_ce"), 0))
     t.add_row("Jain's index", _num(agg.get("jain"), 3))
@@ -263,30 +268,44 @@ def links_table(summary: dict[str, Any]) -> Table | None:
 
 @app.command("run")
 def run_cmd(
-    file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Record directory \\[default: runs/<name>-<IR hash>]."),
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (TOML).", show_default=False),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Record directory [default: runs/<name>-<IR hash>]."),
     backend: str = typer.Option("sim", "--backend", "-b", help="sim or kernel."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     svg: bool = typer.Option(False, "--svg", help="Also write the figure as SVG."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Do not draw the figure."),
     overwrite: bool = typer.Option(False, "--overwrite",
                                    help="Replace an existing record in the output directory (only one cclab wrote)."),
-    dry_run: bool = typer.Option(False, "--dry-run", help="Print the estimated events, memory and record size; run nothing."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary (summary.json) as JSON on stdout and nothing "
+                                 "else there; the record's path goes to stderr. With --dry-run: the resolved scenario "
+                                 "(IR) and the estimate."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the resolved scenario and its estimated events, wall "
+                                 "time, memory and record size; run nothing, write nothing."),
     allow_large: bool = typer.Option(False, "--allow-large",
                                      help="Run even if the estimate exceeds the limits (docs/record.md)."),
 ) -> None:
     """Run one scenario: write its record and figure, print per-flow and aggregate metrics."""
+    if dry_run:
+        _dry_run(file, backend, seed, allow_large, as_json)
+        return
     from cclab import api
 
-    if dry_run:
-        _dry_run(file, backend, seed, allow_large)
-        return
     with user_errors():
         formats = ("png", "svg") if svg else ("png",)
+        _sc, toml_text, ir = api.prepare(file, seed)
+        target = out if out is not None else api.default_run_dir(ir, backend)  # the command writes to ./runs
         with err_console.status(f"running {safe(file)} on {safe(backend)}…"):
-            result = api.run(file, out=out, backend=backend, seed=seed, plot=not no_plot, formats=formats,
-                             overwrite=overwrite, allow_large=allow_large)  # fmt: skip
+            result = api.run_prepared(ir, toml_text, target, backend=backend, plot=not no_plot, formats=formats,
+                                      overwrite=overwrite, allow_large=allow_large)  # fmt: skip
     meta = result.meta
+    if not meta.get("valid", True):
+        reasons = safe("; ".join(meta.get("invalid_reasons") or []) or "no reason given")
+        err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)
+    if as_json:  # stdout: the summary and nothing else (for jq and scripts)
+        sys.stdout.write((result.path / "summary.json").read_text())
+        sys.stdout.flush()
+        err_console.print(f"record: {safe(result.path)}", soft_wrap=True)
+        return
     console.print(
         f"[bold]{safe(result.name)}[/bold]  backend {safe(meta.get('backend'))}, engine {safe(meta.get('engine_version'))}, "
         f"seed {meta.get('seed')}, {_num(meta.get('wall_time_s'), 2)} s wall", soft_wrap=True
@@ -296,27 +315,39 @@ def run_cmd(
     links = links_table(result.summary)
     if links is not None:
         console.print(links)
-    if not meta.get("valid", True):
-        reasons = safe("; ".join(meta.get("invalid_reasons") or []) or "no reason given")
-        err_console.print(f"[bold yellow]warning:[/bold yellow] this run is marked invalid: {reasons}", soft_wrap=True)
     console.print(f"record: {safe(result.path)}", soft_wrap=True)
     for fig in result.figures:
         console.print(f"figure: {safe(fig)}", soft_wrap=True)
 
 
-def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool) -> None:
+def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, as_json: bool) -> None:
+    """The resolved scenario and its cost; nothing runs, nothing is written."""
+    import dataclasses
+    import json
+
     from cclab import api, limits
 
     with user_errors():
         _sc, _text, ir = api.prepare(file, seed)
         est = limits.estimate(ir)
-    console.print(f"{safe(file)}: {safe(ir['name'])}", soft_wrap=True)
-    console.print(f"  estimate: {est.summary()}", soft_wrap=True)
-    console.print("  limits: " + ", ".join(f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
-                                          for k, v in limits.LIMITS.items()), soft_wrap=True)  # fmt: skip
+    if as_json:
+        doc = {"ir": ir, "estimate": {**dataclasses.asdict(est), "wall_s": est.wall_s}, "limits": dict(limits.LIMITS),
+               "over_limits": [what for what, _value, _limit in est.over(backend)]}  # fmt: skip
+        typer.echo(json.dumps(doc, indent=1, sort_keys=True))
+    else:
+        typer.echo("\n".join(describe_ir(ir, str(file))))
+        from cclab.resolve import describe_record, describe_start_offsets
+
+        typer.echo(f"  record: {describe_record(ir)}")
+        typer.echo(f"  start offsets: {describe_start_offsets(ir)}")
+        typer.echo("  limits: " + ", ".join(
+            f"{k.removesuffix('_bytes')} {limits.format_bytes(v) if k.endswith('bytes') else f'{v:.3g}'}"
+            for k, v in limits.LIMITS.items()))  # fmt: skip
     with user_errors():
         limits.check(ir, backend=backend, allow_large=allow_large)
-    console.print("  within the limits" if not est.over(backend) else "  above the limits (allowed by --allow-large)")
+    if not as_json:
+        typer.echo("  within the limits; nothing was run" if not est.over(backend)
+                   else "  above the limits (allowed by --allow-large); nothing was run")  # fmt: skip
 
 
 # --------------------------------------------------------------------------
@@ -424,7 +455,9 @@ def describe_ir(ir: dict[str, Any], source: str) -> list[str]:
 
 
 @app.command("validate-scenario")
-def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (TOML).", show_default=False)) -> None:
+def validate_scenario_cmd(
+    file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (TOML).", show_default=False),
+) -> None:
     """Check a scenario file without running it; print what it resolves to."""
     from cclab.resolve import resolve
     from cclab.scenario import load_scenario
@@ -436,6 +469,85 @@ def validate_scenario_cmd(file: Path = typer.Argument(..., help="Scenario file (
 
 
 # --------------------------------------------------------------------------
+# algorithms
+
+
+@app.command("algorithms")
+def algorithms_cmd(
+    name: Optional[list[str]] = typer.Argument(None, metavar="[NAME]...", help="Only these algorithms."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the tables as Markdown (docs/algorithms.md)."),
+    as_json: bool = typer.Option(False, "--json", help="Print every parameter with its range, default and source as JSON."),
+) -> None:
+    """Every congestion control algorithm with every parameter: meaning, allowed values, default, source."""
+    import json
+
+    from cclab import cca_params
+
+    names = name or list(cca_params.PARAMS)
+    for n in names:
+        with user_errors():
+            try:
+                cca_params.check_algorithm(n)
+            except ScenarioError as exc:
+                raise ScenarioError(n, n, exc.problem, exc.allowed) from None
+    if as_json:
+        doc = {n: {"source": cca_params.SOURCES[n], "parameters": [
+            {"name": p, "allowed": allowed, "meaning": meaning, "default": cca_params.DEFAULTS[n][p],
+             "default_text": default, "source": source}
+            for p, allowed, meaning, default, source in cca_params.describe(n)]} for n in names}  # fmt: skip
+        typer.echo(json.dumps(doc, indent=1, ensure_ascii=False))
+        return
+    if markdown:
+        typer.echo(algorithms_markdown(names), nl=False)
+        return
+    for n in names:  # plain text, two lines per parameter: readable in 80 columns
+        rows = cca_params.describe(n)
+        typer.echo(typer.style(n, bold=True) + f" — {cca_params.SOURCES[n]}")
+        if not rows:
+            typer.echo(f"  {n} takes no parameters")
+        wn = max((len(r[0]) for r in rows), default=0)
+        wd = max((len(r[3]) for r in rows), default=0)
+        for p, allowed, meaning, default, source in rows:
+            typer.echo(f"  {p.ljust(wn)}  {default.ljust(wd)}  {allowed}")
+            typer.echo(f"  {'':{wn}}  {meaning}; source: {source}")
+        typer.echo("")
+    typer.echo('Set them in a scenario: cca = { name = "bbr", cwnd_gain = 1.5 } (docs/algorithms.md).')
+
+
+def algorithms_markdown(names: list[str] | None = None) -> str:
+    """docs/algorithms.md: the parameter registry (cclab.cca_params) as Markdown tables."""
+    from cclab import cca_params
+
+    out = [
+        "# Congestion control algorithms and their parameters",
+        "",
+        "Generated from the parameter registry (`python/cclab/cca_params.py`) by",
+        "`cclab algorithms --markdown`; `tests/test_cli_help.py` fails when this file is out of date,",
+        "and `tests/test_cca_params.py` holds the registry equal to the engine (names, order, defaults).",
+        "",
+        "A scenario sets parameters beside the name: `cca = { name = \"bbr\", cwnd_gain = 1.5 }`",
+        "(or `cca = { name = \"cubic\", params = { beta = 0.8 } }`). Every value is checked against",
+        "its allowed range when the scenario is loaded; switches take `true`/`false`. Defaults are",
+        "exactly what the engine uses when a parameter is left out — gains are held in the units",
+        "of the Linux code (1/256 for BBR, 1/1024 for CUBIC), so `717/1024 ≈ 0.7002` is CUBIC's",
+        "β of 0.7. *Source* names the constant or module parameter of the file the algorithm",
+        "follows, or the paper for cclab's BBRv1 variants.",
+        "",
+    ]
+    for n in names or list(cca_params.PARAMS):
+        out += [f"## `{n}`", "", f"{cca_params.SOURCES[n]}.", ""]
+        rows = cca_params.describe(n)
+        if not rows:
+            out += [f"`{n}` takes no parameters.", ""]
+            continue
+        out += ["| parameter | default | allowed | meaning | source |", "|---|---|---|---|---|"]
+        for p, allowed, meaning, default, source in rows:
+            out.append(f"| `{p}` | {default} | {allowed} | {meaning} | {source} |")
+        out.append("")
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------
 # bench, version
 
 
@@ -444,12 +556,13 @@ def bench_cmd(
     quick: bool = typer.Option(False, "--quick", help="Short (5 s) versions of each case, for CI smoke tests."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Run only this case (repeatable)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON to this file."),
+    vs_ns3: bool = typer.Option(False, "--vs-ns3", help="Run the same dumbbell in cclab and ns-3 (pip install 'cclab[bench]') and print the speed ratio."),
 ) -> None:
     """Benchmark the simulator on the reference scenarios (each case in a fresh process)."""
     from cclab import bench
 
     with user_errors():
-        bench.main(quick=quick, only=only or None, json_path=json_out, console=console)
+        bench.main(quick=quick, only=only or None, json_path=json_out, console=console, vs_ns3=vs_ns3)
 
 
 @app.command("version")

@@ -39,7 +39,7 @@ def _fmt_wall(seconds: float) -> str:
 
 def parity_cmd(
     quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) \\[default: {DEFAULT_OUT}]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) [default: {DEFAULT_OUT}]."),
     case: Optional[list[str]] = typer.Option(None, "--case", "-c", help="Only cases whose id matches (glob, or a substring; repeatable)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
 ) -> None:

@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("sweep")
     def sweep_cmd(
-        file: Path = typer.Argument(..., help="Sweep file (TOML: base, trials, [axes], [zip])."),
+        file: Path = typer.Argument(..., metavar="FILE", help="Sweep file (TOML: base, trials, [axes], [zip])."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep directory [default: sweeps/<file stem>]."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes [default: all cores]."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT."),
@@ -130,7 +130,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("table")
     def table_cmd(
-        sweep_dir: Path = typer.Argument(..., help="A sweep directory."),
+        sweep_dir: Path = typer.Argument(..., metavar="SWEEP_DIR", help="A sweep directory."),
         metric: Optional[list[str]] = typer.Option(
             None, "--metric", "-m", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
         ),
@@ -155,20 +155,28 @@ def register(app: typer.Typer) -> None:
 
     @app.command("plot")
     def plot_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
+        fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
+                                                "[default: png and svg; with --size: pdf]."),
+        size: Optional[str] = typer.Option(None, "--size", help="For a paper: column (3.5 in wide) or page "
+                                           "(7.16 in, two columns); 8 pt text."),
         list_kinds: bool = typer.Option(False, "--list", help="List the figure kinds."),
     ) -> None:
-        """Draw figures (PNG + SVG) for a run or a sweep."""
+        """Draw figures for a run or a sweep (PNG and SVG; vector PDF sized for a paper with --size)."""
         from cclab import figures
 
         if list_kinds:
             for name, fig in figures.REGISTRY.items():
                 typer.echo(f"{name:18} {fig.scope:6} {fig.doc}")
             return
+        formats = tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg")
+        bad = [f for f in formats if f not in ("png", "svg", "pdf")]
+        if bad:
+            raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
         try:
-            written = figures.render_all(target, kinds=kind, out_dir=out)
+            written = figures.render_all(target, kinds=kind, out_dir=out, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
         for path in written:
@@ -176,7 +184,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report_cmd(
-        target: Path = typer.Argument(..., help="A run directory or a sweep directory."),
+        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
     ) -> None:
         """Write one self-contained HTML page: scenario, summary tables, all figures."""
@@ -191,7 +199,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reproduce")
     def reproduce_cmd(
-        name: Optional[str] = typer.Argument(None, help="Preset name (see --list)."),
+        name: Optional[str] = typer.Argument(None, metavar="NAME", help="Preset name (see --list)."),
         list_presets: bool = typer.Option(False, "--list", help="List the presets."),
         quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),
@@ -254,9 +262,10 @@ def select_metrics(columns: list[str], patterns: list[str] | None) -> list[str]:
 
 def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: bool = False) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    from cclab.store import axis_columns, group_over_trials, metric_columns
+    from cclab.store import axis_columns, describe_interval, describe_trials, group_over_trials, metric_columns
 
     axes = axis_columns(df)
     metrics = select_metrics(metric_columns(df), patterns)
@@ -267,30 +276,43 @@ def print_results(df, patterns: list[str] | None, grouped: bool = True, csv: boo
         view = df
         lead = [*axes, "trial", "seed", "run_id"]
     if csv:
-        cols = lead + [c for c in view.columns if c not in lead and (c in metrics or c.removesuffix(".ci95") in metrics)]
+        suffixes = ("", ".lo", ".hi", ".ci95", ".n", ".stat")
+        cols = lead + (["n_effective", "deterministic"] if grouped else []) + [
+            f"{m}{x}" for m in metrics for x in suffixes if f"{m}{x}" in view.columns]  # fmt: skip
         view[cols].to_csv(sys.stdout, index=False)
         return
     from cclab.figures.sweep_figs import metric_label
 
     table = Table(show_lines=False, header_style="bold")
     for c in lead:
-        table.add_column(c)
+        table.add_column(escape(c))
     labels = {m: metric_label(m) for m in metrics}
     for m in metrics:
-        ci_note = " ± 95% CI" if f"{m}.ci95" in view else ""
-        table.add_column(f"{m}\n[dim]{labels[m][0]}{ci_note}[/dim]", justify="right")
+        unit = labels[m][0]
+        how = ""
+        if grouped:
+            how = "median [95% CI]" if pd_series_first(view, f"{m}.stat") == "median" else "mean ± 95% CI"
+        table.add_column(f"{escape(m)}\n[dim]{escape(unit)}{', ' + how if how else ''}[/dim]", justify="right")
     for _, row in view.iterrows():
-        cells = [str(row[c]) for c in lead]
+        cells = [escape(describe_trials(row) if grouped and c == "trials" else str(row[c])) for c in lead]
         for m in metrics:
             scale = labels[m][1]
             v = row[m]
-            cell = _num(v * scale if isinstance(v, (int, float)) else v)
-            ci = row.get(f"{m}.ci95")
-            if isinstance(ci, float) and not math.isnan(ci) and abs(ci) > 1e-9 * max(1.0, abs(float(v))):
-                cell += f" ± {_num(ci * scale)}"
-            cells.append(cell)
+            if grouped:
+                cells.append(escape(describe_interval(row, m, _num, scale)))
+            else:
+                cells.append(_num(v * scale if isinstance(v, (int, float)) else v))
         table.add_row(*cells)
-    Console(width=max(120, 24 * (len(lead) + len(metrics)))).print(table)
+    Console(width=max(120, 26 * (len(lead) + len(metrics)))).print(table)
+    if grouped and "deterministic" in view and bool(view["deterministic"].any()):
+        Console(stderr=True).print("[yellow]note:[/yellow] points marked 'deterministic' gave the same result in "
+                                   "every trial (the seed changed nothing: e.g. no loss and start_offset = 0); "
+                                   "their trials are one sample repeated, so no interval is shown.")
+
+
+def pd_series_first(view, col: str) -> str:
+    """The first value of a column (``""`` when absent): the statistic a metric is summarised by."""
+    return str(view[col].iloc[0]) if col in view.columns and len(view) else ""
 
 
 def _num(v) -> str:

@@ -12,15 +12,25 @@ them. So before anything runs, :func:`estimate` predicts from the IR
 * **memory** — peak resident memory of ``cclab run``: ≈ 1 kB per
   ``flows.parquet`` row (samples × flows: the engine's columns, the metric
   frames and the Parquet writer), 200 B per sample, 100 B per packet the
-  buffer and the paths can hold, 50 B per trace opportunity, 150 MB base;
+  buffer and the paths can hold, 50 B per trace opportunity, 20 kB per
+  flow (the engine's TCP state measured 7.5 kB per flow with 10 000 CUBIC
+  flows at 10 Gbit/s, plus the flow's IR and per-flow frames), 150 MB base;
 * **record size** — ≈ 16 B per row and per sample (zstd Parquet);
 
 and :func:`check` refuses a run above any of :data:`LIMITS` with one line
-naming the estimate, the limit and the override: ``--allow-large`` on the
+naming the estimate, the field most to blame (``flows`` when the flows'
+own state is), the limit and the override: ``--allow-large`` on the
 command line, ``allow_large=True`` in Python. The coefficients were measured
 on this project's machine (``cclab run`` peak RSS and record sizes for 10⁵–10⁶
 rows); they are estimates, deliberately on the high side. ``cclab run
 --dry-run`` and ``cclab sweep --dry-run`` print them without running.
+
+The number of flows has no fixed limit on the simulator: memory (this
+estimate) bounds it — at 20 kB per flow the 8 GB limit allows ~390 000
+flows whose per-flow series are coarse or off. The kernel backend has a
+fixed limit, :data:`cclab.kernel.machine.MAX_FLOWS` (docs/kernel.md says
+why), which :func:`check` applies too, so ``--dry-run --backend kernel``
+reports it. docs/performance.md lists every limit with its reason.
 """
 
 from __future__ import annotations
@@ -62,6 +72,12 @@ class Estimate:
     events: float
     memory_bytes: float
     record_bytes: float
+    flows: int = 0
+
+    @property
+    def flow_state_bytes(self) -> float:
+        """The part of :attr:`memory_bytes` that is the flows' own state."""
+        return _PER_FLOW * self.flows
 
     @property
     def wall_s(self) -> float:
@@ -79,9 +95,12 @@ class Estimate:
         return out
 
     def summary(self) -> str:
-        return (f"{self.samples:,} samples × flows = {self.rows:,} rows; ~{self.packets:.3g} bottleneck packets, "
+        flow_samples = self.rows // self.flows if self.flows else self.samples
+        link = f" ({self.samples:,} link samples)" if flow_samples != self.samples else ""
+        return (f"{flow_samples:,} samples × flows = {self.rows:,} rows{link}; ~{self.packets:.3g} bottleneck packets, "
                 f"~{self.events:.3g} events (~{format_duration(self.wall_s)} of simulator time); "
-                f"memory ~{format_bytes(self.memory_bytes)}, record ~{format_bytes(self.record_bytes)}")
+                f"memory ~{format_bytes(self.memory_bytes)} (flows' state ~{format_bytes(self.flow_state_bytes)}), "
+                f"record ~{format_bytes(self.record_bytes)}")
 
 
 def format_bytes(n: float) -> str:
@@ -106,8 +125,11 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     duration_ns = int(ir["duration_ns"])
     flows = ir.get("flows") or []
     samples = duration_ns // max(1, int(ir["sample_interval_ns"]))
+    rec = ir.get("record") or {}
+    flows_interval = int(rec.get("flows_interval_ns") or ir["sample_interval_ns"])  # docs/ir.md `record`
+    rows = duration_ns // max(1, flows_interval) * len(flows)
+    stored_rows = rows if rec.get("flows_stored", True) else 0
     links = _links(ir)
-    rows = samples * len(flows)
     link_rows = samples * len(links)
     wire = int(ir.get("mss", 1448)) + int(ir.get("header_bytes", 52))
     # every link at its highest rate for the whole run (a packet is handled once per link it crosses)
@@ -128,16 +150,16 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
         max_rate = max(max_rate, rate)
         buffer = link.get("buffer") or {}
         buffer_bytes += float(buffer.get("bytes") or 0) + float(buffer.get("packets") or 0) * wire
-    samples_rows = samples * max(0, len(links) - 1)  # extra link rows beyond the first
-    events = _EVENTS_PER_PACKET * packets + samples + samples_rows + rows + 10 * len(flows)  # a row ≈ an event
+    extra_link_rows = link_rows - samples  # a row per link per sample beyond the first link's
+    events = _EVENTS_PER_PACKET * packets + samples + extra_link_rows + rows + 10 * len(flows)  # a row ≈ an event
     max_rtt_ns = max((int(f.get("rtt_ns") or 0) for f in flows), default=0)
     held = (buffer_bytes + max_rate * max_rtt_ns / 8e9) / wire  # queue + what the paths hold
     held = min(held, packets + 10 * len(flows))
     memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * link_rows + _PER_PACKET_HELD * held
               + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
-    record = _RECORD_PER_ROW * (rows + link_rows) + 12 * opportunities
+    record = _RECORD_PER_ROW * (stored_rows + link_rows) + 12 * opportunities
     return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
-                    record_bytes=record)  # fmt: skip
+                    record_bytes=record, flows=len(flows))  # fmt: skip
 
 
 _NAMES = {"memory_bytes": "memory", "events": "simulator events", "record_bytes": "record size"}
@@ -146,10 +168,15 @@ _NAMES = {"memory_bytes": "memory", "events": "simulator events", "record_bytes"
 def _field_value(field: str, ir: Mapping[str, Any]) -> str:
     from .units import format_duration as fmt_d, format_size
 
+    if field == "flows":
+        return f"{len(ir.get('flows') or []):,} flows"
     if field == "duration":
         return fmt_d(ir["duration_ns"])
     if field == "sample_interval":
         return f"{fmt_d(ir['sample_interval_ns'])} (with {len(ir.get('flows') or [])} flows over {fmt_d(ir['duration_ns'])})"
+    if field == "record.flows":
+        return (f"{fmt_d(ir['record']['flows_interval_ns'])} (with {len(ir.get('flows') or [])} flows over "
+                f"{fmt_d(ir['duration_ns'])})")
     link = _largest(ir)
     if field.endswith(".trace"):
         return str(link["capacity"].get("path", "the trace")).rsplit("/", 1)[-1][:60]
@@ -161,9 +188,13 @@ def _responsible(key: str, est: Estimate, ir: Mapping[str, Any]) -> str:
     """The field most to blame for exceeding the limit ``key``."""
     if key == "events":
         return "duration"
+    if key == "memory_bytes" and est.flow_state_bytes >= 0.5 * est.memory_bytes:
+        return "flows"
     by_rows = _PER_ROW * est.rows if key == "memory_bytes" else _RECORD_PER_ROW * est.rows
-    if by_rows >= 0.5 * getattr(est, key):
-        return "sample_interval"
+    by_samples = (_PER_SAMPLE if key == "memory_bytes" else _RECORD_PER_ROW) * est.samples
+    if by_rows + by_samples >= 0.5 * getattr(est, key):
+        # the per-flow rows have their own interval when the IR says so (docs/ir.md `record`)
+        return "record.flows" if ir.get("record") and by_rows > by_samples else "sample_interval"
     from .resolve import link_field
 
     link = _largest(ir)
@@ -194,6 +225,13 @@ def check(ir: Mapping[str, Any], *, backend: str = "sim", allow_large: bool = Fa
           override: str = "--allow-large") -> Estimate:  # fmt: skip
     """:func:`estimate`, and a :class:`ScenarioError` if it exceeds :data:`LIMITS` (unless ``allow_large``)."""
     est = estimate(ir)
+    if backend == "kernel":
+        from .kernel.machine import MAX_FLOWS
+
+        n = len(ir.get("flows") or [])
+        if n > MAX_FLOWS:
+            raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows",
+                                f"at most {MAX_FLOWS} flows per kernel run (CPU: docs/kernel.md), or --backend sim")  # fmt: skip
     over = est.over(backend)
     if over and not allow_large:
         key, value, limit = over[0]
@@ -204,7 +242,8 @@ def check(ir: Mapping[str, Any], *, backend: str = "sim", allow_large: bool = Fa
             field, None,
             f"{shown}: this run is too large: estimated {_NAMES[key]} ~{_fmt(key, value)} exceeds the limit of "
             f"{_fmt(key, limit)}" + (f" (also {others})" if others else "")
-            + f" [{est.rows:,} rows = {est.samples:,} samples × {len(ir.get('flows') or [])} flows, "
+            + f" [{est.rows:,} rows = {est.rows // max(1, len(ir.get('flows') or [])):,} samples × "
+            f"{len(ir.get('flows') or [])} flows, "
             f"~{est.packets:.3g} bottleneck packets]",
             f"expected a smaller run (fewer samples, flows, packets or a shorter duration), or pass {override} "
             "to run it anyway",

@@ -1,57 +1,87 @@
-"""The stacked time-series figure of one run (the testbed papers' per-trial plot).
+"""The stacked time-series figure of one run, the colours and sizes every figure shares.
 
 Panels, sharing one x axis in seconds:
 
-1. goodput per flow (Mbps),
+1. goodput per flow (Mbit/s) with the bottleneck capacity,
 2. RTT per flow (ms),
-3. cwnd (thick) and bytes in flight (thin) per flow (KB),
-4. bottleneck queue (KB) with the queueing delay (ms) on a twin axis,
-5. drops per interval by cause (packets),
-6. (when some flow exports states in ``shade_states``) one strip per flow
-   with its algorithm state, e.g. BBR's STARTUP / DRAIN / PROBE_BW / PROBE_RTT.
+3. cwnd per flow (KB),
+4. bottleneck queue (KB) and queueing delay (ms, twin axis),
+5. drops per second by cause (overflow, random loss, AQM),
+6. (when a flow reports states in ``shade_states``) one strip per flow with its
+   algorithm's state — BBR's STARTUP / DRAIN / PROBE_BW / PROBE_RTT — drawn
+   only while the flow runs (the kernel backend writes the same state names).
 
-Every algorithm has one colour (:data:`PALETTE`, then a fixed cycle for
-others); flows of the same algorithm differ by line style. The measure
-window is shaded lightly. With more than :data:`MAX_FLOW_LINES` flows the
-per-flow panels show per-algorithm lines instead (goodput: the total of its
-flows; RTT, cwnd: the mean), and the state strip shows the first
-:data:`MAX_STATE_ROWS` flows that have states.
+**Binned, with min–max bands.** Samples come every ``sample_interval``
+(10 ms by default); drawn as lines they alias (in-order delivery is bursty,
+a 60 s run has 6 000 points per flow). Each panel is therefore drawn in bins
+of ``bin_s`` seconds (default :func:`auto_bin_s`: the smallest of 0.1 s, 0.2 s,
+0.5 s, 1 s, 2 s, 5 s, 10 s, 20 s, 60 s giving at most :data:`MAX_BINS` = 300 bins
+and never finer than the samples — 0.1 s up to a 30 s run, 0.2 s up to 60 s):
+the line is the
+bin's mean of the samples (for goodput: the goodput over the bin), the band
+spans the minimum and maximum sample in the bin. The resolution is written
+in the goodput panel's label ("100 ms bins, band: min–max of 10 ms samples").
 
-Figures are built as ``matplotlib.figure.Figure`` objects without pyplot (no
+**Only while a flow runs.** A flow's samples before it starts and after it
+finishes (the record's ``active`` column) are not drawn — no STARTUP before
+the start, no cwnd after the last byte.
+
+**Colours.** :data:`PALETTE` is Okabe and Ito's colour-blind-safe set (one
+hue per algorithm, the same in every figure); each flow gets its own colour,
+a shade of its algorithm's hue (:func:`flow_colors`), and the legend groups
+the flows under their algorithm. With more than :data:`MAX_FLOW_LINES` flows
+the per-flow panels show one line per algorithm (goodput: the algorithm's
+total; RTT, cwnd: the mean over its flows).
+
+**Paper sizes.** :data:`PAPER_WIDTHS` (one column 3.5 in, two columns
+7.16 in: IEEE/ACM templates); :func:`paper_style` is the rc context figures
+are drawn in for a paper (8 pt text); :func:`save_figure` writes PDF with
+embedded TrueType fonts (no Type 3), and SVG/PDF without a timestamp.
+
+Figures are ``matplotlib.figure.Figure`` objects built without pyplot (no
 global state, no GUI backend: renders headless, and does not switch a
-notebook's backend). Everything is read from the record's columns (``cclab.metrics``); nothing is
-computed here that is not drawn.
+notebook's backend). Everything is read from the record's columns
+(``cclab.metrics``); nothing is computed here that is not drawn.
 """
 
 from __future__ import annotations
 
+import colorsys
+import contextlib
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
 from cclab.errors import printable
 from cclab.fsutil import atomic_file
 from cclab.metrics import in_window, measure_window_ns, with_link_column
 
-__all__ = ["PALETTE", "STATE_COLORS", "bottleneck_link", "color_for", "figure_links", "figure_timeseries",
-           "figure_topology", "plot_run", "save_figure"]
+__all__ = [
+    "MAX_BINS", "PALETTE", "PAPER_WIDTHS", "STATE_COLORS", "auto_bin_s", "bin_series", "color_for", "flow_colors",
+    "figure_timeseries", "grouped_legend", "paper_style", "plot_run", "save_figure",
+    "bottleneck_link", "figure_links", "figure_topology",
+]  # fmt: skip
 
-#: One colour per algorithm, the same in every figure.
+#: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+#: One colour per algorithm, the same in every figure (Okabe–Ito; yellow, hard to see on white, last).
 PALETTE: dict[str, str] = {
-    "cubic": "#1f77b4",  # blue
-    "reno": "#2ca02c",  # green
-    "bbr": "#ff7f0e",  # orange
-    "bbr3": "#d62728",  # red
-    "bbr2": "#e377c2",  # pink
-    "vegas": "#9467bd",  # purple
+    "cubic": "#0072B2",  # blue
+    "bbr": "#E69F00",  # orange
+    "reno": "#009E73",  # bluish green
+    "bbr3": "#D55E00",  # vermillion
+    "bbr2": "#CC79A7",  # reddish purple
+    "vegas": "#56B4E9",  # sky blue
+    "dctcp": "#000000",  # black
 }
-_OTHER_COLORS = ("#8c564b", "#aec7e8", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39")
+_OTHER_COLORS = ("#882255", "#44AA99", "#999933", "#332288", "#AA4499", "#117733", "#88CCEE", "#DDCC77")  # Tol's muted
 _LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 
 #: States shaded by default, with their colours (others in the set get a cycle colour).
@@ -69,43 +99,160 @@ STATE_COLORS: dict[str, str] = {
 DEFAULT_SHADE_STATES = frozenset(STATE_COLORS)
 MAX_FLOW_LINES = 12
 MAX_STATE_ROWS = 6
-_DROP_STYLE = {"overflow": ("#d62728", "overflow"), "random": ("#7f7f7f", "random loss"), "aqm": ("#9467bd", "AQM")}
+#: Most bins across a run (per panel and line) for the default resolution.
+MAX_BINS = 300
+#: Finest default bin: in-order delivery is bursty at the RTT scale (a repaired hole releases a
+#: window at once), so goodput in bins much below 0.1 s shows the bursts, not the rate.
+MIN_BIN_S = 0.1
+_BIN_LADDER = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 60.0)
+_DROP_STYLE = {"overflow": ("#D55E00", "overflow"), "random": ("#999999", "random loss"), "aqm": ("#0072B2", "AQM"),
+               "policer": ("#CC79A7", "policer")}
+
+#: Figure widths (inches) of one and two columns of a paper (IEEE/ACM two-column templates).
+PAPER_WIDTHS: dict[str, float] = {"column": 3.5, "page": 7.16}
 
 
 def color_for(cca: str) -> str:
-    """The colour of an algorithm: :data:`PALETTE`, else a stable pick from a fixed cycle."""
+    """The colour of an algorithm: :data:`PALETTE`, else a stable pick from a fixed colour-blind-safe set."""
     if cca in PALETTE:
         return PALETTE[cca]
     return _OTHER_COLORS[zlib.crc32(cca.encode()) % len(_OTHER_COLORS)]
 
 
-def _flow_styles(ir: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-    seen: dict[str, int] = {}
-    styles = {}
+def _shade(color: str, k: int, n: int) -> str:
+    """The k-th of n shades of ``color``: the same hue, lightness spread over ±0.16 around it."""
+    if n <= 1:
+        return to_hex(color)
+    h, l, s = colorsys.rgb_to_hls(*to_rgb(color))
+    lo, hi = max(0.2, l - 0.16), min(0.78, l + 0.16)
+    return to_hex(colorsys.hls_to_rgb(h, lo + (hi - lo) * k / (n - 1), s))
+
+
+def flow_colors(ir: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """Per flow id: ``color`` (a shade of its algorithm's hue, distinct for every flow of it),
+    ``linestyle`` (by position within the algorithm, for a second cue), ``label`` and ``cca``."""
+    by_cca: dict[str, list[Mapping[str, Any]]] = {}
     for f in ir["flows"]:
-        k = seen.get(f["cca"], 0)
-        seen[f["cca"]] = k + 1
-        rtt = f.get("rtt_ns")
-        label = f"flow {f['id']} {f['cca']}" + (f" {rtt / 1e6:g} ms" if rtt else "")
-        styles[int(f["id"])] = {"color": color_for(f["cca"]), "linestyle": _LINESTYLES[k % len(_LINESTYLES)], "label": label}
-    return styles
+        by_cca.setdefault(str(f["cca"]), []).append(f)
+    out: dict[int, dict[str, Any]] = {}
+    for cca, flows in by_cca.items():
+        for k, f in enumerate(flows):
+            rtt = f.get("rtt_ns")
+            label = f"flow {f['id']}" + (f" ({rtt / 1e6:g} ms)" if rtt else "")
+            out[int(f["id"])] = {"color": _shade(color_for(cca), k, len(flows)),
+                                 "linestyle": _LINESTYLES[k % len(_LINESTYLES)], "label": label, "cca": cca}  # fmt: skip
+    return out
 
 
-def _series(
-    flows: pd.DataFrame, ir: Mapping[str, Any], column: str, per_flow: bool, how: str = "mean"
-) -> Iterable[tuple[dict, pd.Series]]:
-    """(style, series indexed by time_s) per flow, or per algorithm (``how``: mean or sum over its flows)."""
+def grouped_legend(owner: Any, entries: list[tuple[str, Any, str]], **options: Any) -> Any:
+    """A legend with one column per group (algorithm): the group's name in bold on top, its
+    entries below. ``entries``: ``(group, handle, label)`` in order; ``owner`` an Axes or Figure."""
+    from matplotlib.lines import Line2D
+
+    groups: dict[str, list[tuple[Any, str]]] = {}
+    for group, handle, label in entries:
+        groups.setdefault(group, []).append((handle, label))
+    rows = max((len(v) for v in groups.values()), default=0) + 1
+    handles, labels, bold = [], [], []
+    blank = Line2D([], [], linestyle="none")
+    for group, items in groups.items():  # legends fill column-major: pad each column to `rows`
+        column = [(blank, group)] + items + [(blank, "")] * (rows - 1 - len(items))
+        for i, (h, lab) in enumerate(column):
+            handles.append(h)
+            labels.append(lab)
+            bold.append(i == 0)
+    leg = owner.legend(handles, labels, ncols=max(1, len(groups)), **options)
+    for text, b in zip(leg.get_texts(), bold):
+        if b:
+            text.set_fontweight("bold")
+    return leg
+
+
+# --------------------------------------------------------------------------------------- binning
+
+
+def auto_bin_s(duration_s: float, sample_s: float) -> float:
+    """The default bin width: the smallest step of the ladder of at least :data:`MIN_BIN_S` (and
+    one sample) with at most :data:`MAX_BINS` bins over the run."""
+    for step in _BIN_LADDER:
+        if step >= max(sample_s, MIN_BIN_S) - 1e-12 and duration_s / step <= MAX_BINS:
+            return step
+    return _BIN_LADDER[-1]
+
+
+def bin_series(time_s: np.ndarray, values: np.ndarray, bin_s: float, keys: np.ndarray | None = None
+               ) -> pd.DataFrame:  # fmt: skip
+    """Mean, min and max of ``values`` per bin of ``bin_s`` (and per key): columns ``key``, ``t``
+    (the bin's centre), ``mean``, ``min``, ``max``, ``n``. A sample at time t stands for the
+    interval before it, so it belongs to the bin (k·bin_s, (k+1)·bin_s] that holds t. NaN samples
+    (inactive, or no data) are left out; a bin without any is absent."""
+    t = np.asarray(time_s, dtype=float)
+    v = np.asarray(values, dtype=float)
+    keep = np.isfinite(v)
+    b = np.ceil(t[keep] / bin_s - 1e-9).astype(np.int64) - 1
+    df = pd.DataFrame({"key": (np.zeros(t.size, np.int64) if keys is None else np.asarray(keys))[keep], "b": b,
+                       "v": v[keep]})  # fmt: skip
+    if df.empty:
+        return pd.DataFrame({"key": [], "t": [], "mean": [], "min": [], "max": [], "n": []})
+    g = df.groupby(["key", "b"], sort=True)["v"].agg(["mean", "min", "max", "count"]).reset_index()
+    g["t"] = (g["b"] + 0.5) * bin_s
+    return g.rename(columns={"count": "n"})[["key", "t", "mean", "min", "max", "n"]]
+
+
+def _draw_binned(ax, binned: pd.DataFrame, bin_s: float, style: Mapping[str, Any], band: bool = True,
+                 scale: float = 1.0, lw: float = 1.1) -> Any:  # fmt: skip
+    """One line (bin means) with its min–max band; gaps (bins without samples) stay gaps."""
+    if binned.empty:
+        return None
+    t = binned["t"].to_numpy()
+    gap = np.diff(t) > 1.5 * bin_s  # break the line where bins are missing (flow not running)
+    idx = np.insert(np.arange(1, t.size)[gap], 0, 0)
+    xs, ys, lo, hi = [], [], [], []
+    for part in np.split(np.arange(t.size), idx[1:]):
+        xs += [*t[part], np.nan]
+        ys += [*(binned["mean"].to_numpy()[part] * scale), np.nan]
+        lo += [*(binned["min"].to_numpy()[part] * scale), np.nan]
+        hi += [*(binned["max"].to_numpy()[part] * scale), np.nan]
+    (line,) = ax.plot(xs, ys, lw=lw, color=style["color"], linestyle=style.get("linestyle", "-"),
+                      label=style.get("label"))  # fmt: skip
+    if band:
+        ax.fill_between(xs, lo, hi, color=style["color"], alpha=0.18, lw=0, zorder=line.get_zorder() - 0.5)
+    return line
+
+
+# --------------------------------------------------------------------------------------- the figure
+
+
+def _active_values(flows: pd.DataFrame, column: str) -> np.ndarray:
+    """``column`` as floats, NaN where the flow is not running (before its start, after it finished)."""
+    v = pd.to_numeric(flows[column], errors="coerce").to_numpy(dtype=float)
+    if "active" in flows:
+        v = np.where(flows["active"].to_numpy(dtype=bool), v, np.nan)
+    return v
+
+
+def _per_flow_or_algorithm(flows: pd.DataFrame, column: str, per_flow: bool, how: str, bin_s: float,
+                           styles: Mapping[int, Mapping[str, Any]]) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+    """(style, binned frame) per flow, or per algorithm (``how``: the algorithm's ``sum`` or ``mean``
+    over its running flows at each sample, then binned)."""
+    if flows.empty or column not in flows:
+        return
+    values = _active_values(flows, column)
     if per_flow:
-        styles = _flow_styles(ir)
-        for fid, d in flows.groupby("flow_id", sort=True):
-            yield styles[int(fid)], d.set_index("time_s")[column]
-    else:
-        counts = pd.Series([f["cca"] for f in ir["flows"]]).value_counts()
-        word = "total" if how == "sum" else "mean"
-        for alg, d in flows.groupby("cca", sort=False):
-            label = f"{alg} ({word} of {counts.get(alg, 0)} flows)"
-            style = {"color": color_for(str(alg)), "linestyle": "-", "label": label}
-            yield style, d.groupby("time_s")[column].agg(how)
+        b = bin_series(flows["time_s"].to_numpy(), values, bin_s, flows["flow_id"].to_numpy(dtype=np.int64))
+        for fid, d in b.groupby("key", sort=True):
+            yield dict(styles[int(fid)]), d
+        return
+    counts: dict[str, int] = {}
+    for s in styles.values():
+        counts[s["cca"]] = counts.get(s["cca"], 0) + 1
+    df = pd.DataFrame({"time_s": flows["time_s"].to_numpy(), "cca": flows["cca"].astype(str).to_numpy(), "v": values})
+    agg = df.dropna(subset=["v"]).groupby(["cca", "time_s"], sort=False)["v"].agg(how).reset_index()
+    word = "total" if how == "sum" else "mean"
+    for cca, d in agg.groupby("cca", sort=False):
+        style = {"color": color_for(str(cca)), "linestyle": "-", "cca": str(cca),
+                 "label": f"{word} of {counts.get(str(cca), 0)} flows"}  # fmt: skip
+        yield style, bin_series(d["time_s"].to_numpy(), d["v"].to_numpy(), bin_s)
 
 
 def _state_spans(times: np.ndarray, states: pd.Series, dt: float) -> list[tuple[str, float, float]]:
@@ -121,6 +268,17 @@ def _state_spans(times: np.ndarray, states: pd.Series, dt: float) -> list[tuple[
     return spans
 
 
+def _flows_interval_s(flows: pd.DataFrame, ir: Mapping[str, Any]) -> float:
+    """The per-flow sample interval (a record may keep flows coarser than the link)."""
+    rec = (ir.get("record") or {}).get("flows_interval_ns")
+    if rec:
+        return float(rec) / 1e9
+    t = np.unique(flows["time_s"].to_numpy()[: 10_000]) if len(flows) else np.array([])
+    if t.size > 1:
+        return float(np.median(np.diff(t)))
+    return ir.get("sample_interval_ns", 0) / 1e9
+
+
 def figure_timeseries(
     flows: pd.DataFrame,
     link: pd.DataFrame,
@@ -128,15 +286,22 @@ def figure_timeseries(
     *,
     shade_states: Iterable[str] = DEFAULT_SHADE_STATES,
     title: str | None = None,
-    goodput_mean_s: float | None = 0.1,
+    bin_s: float | None = None,
+    bands: bool = True,
+    width: float | None = None,
 ) -> Figure:
     """Build the stacked time-series figure (a matplotlib ``Figure``, Agg canvas).
 
-    ``goodput_mean_s``: goodput is drawn as a trailing mean over this many
-    seconds (in-order delivery is bursty at 10 ms; testbed plots bin 0.1–1 s);
-    ``None`` or anything up to the sample interval draws the samples.
+    ``bin_s``: the bin width in seconds (default :func:`auto_bin_s`); ``bands``:
+    draw the min–max band of each bin; ``width``: the figure width in inches
+    (e.g. ``PAPER_WIDTHS["page"]``; default 11).
     """
     shade = set(shade_states)
+    duration_s = ir["duration_ns"] / 1e9
+    sample_s = ir.get("sample_interval_ns", 0) / 1e9
+    flows_s = _flows_interval_s(flows, ir)
+    bin_s = float(bin_s) if bin_s else auto_bin_s(duration_s, max(sample_s, flows_s))
+    styles = flow_colors(ir)
     per_flow = len(ir["flows"]) <= MAX_FLOW_LINES
     # A topology: the capacity line and the queueing delay are the bottleneck link's, the queue
     # panel has a line per link, the drops are summed over links (figure_links: a panel per link).
@@ -145,100 +310,116 @@ def figure_timeseries(
     multi = len(names) > 1
     main_name = bottleneck_link(all_links, ir) if multi else (names[0] if names else "link")
     link = all_links.loc[all_links["link"].astype(str) == main_name] if multi else all_links
-    state_flows = []
-    if "state" in flows and shade:
-        for fid, d in flows.groupby("flow_id", sort=True):
-            if d["state"].isin(shade).any():
-                state_flows.append(int(fid))
+    state_flows: list[int] = []
+    if "state" in flows and shade and len(flows):
+        running = flows.loc[flows["active"].astype(bool)] if "active" in flows else flows
+        shaded = running.loc[running["state"].isin(shade), "flow_id"].unique()
+        state_flows = sorted(int(f) for f in shaded)
     n_state_flows = len(state_flows)
     state_flows = state_flows[:MAX_STATE_ROWS]
     n_panels = 5 + (1 if state_flows else 0)
     ratios = [3, 2, 2, 2, 1.3] + ([0.3 * len(state_flows) + 0.4] if state_flows else [])
-    fig = Figure(figsize=(11, 2.2 * sum(ratios) / 1.9 + 1), layout="constrained")
+    w = width or 11.0
+    fig = Figure(figsize=(w, (2.2 * sum(ratios) / 1.9 + 1) * (w / 11.0) ** 0.5), layout="constrained")
     axes = fig.subplots(n_panels, 1, sharex=True, gridspec_kw={"height_ratios": ratios})
     ax_gp, ax_rtt, ax_cwnd, ax_q, ax_drop = axes[:5]
     fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))} (seed {ir.get('seed')})",
                  parse_math=False)
 
-    interval_s = ir.get("sample_interval_ns", 0) / 1e9
-    k = int(round(goodput_mean_s / interval_s)) if goodput_mean_s and interval_s > 0 else 1
-    cap = link.set_index("time_s")["capacity_bps"] / 1e6 if len(link) else pd.Series(dtype=float)
-    if cap.notna().any():
-        drawn = cap.rolling(k, min_periods=1).mean() if k > 1 else cap  # same averaging as goodput
-        ax_gp.plot(drawn.index, drawn.to_numpy(), color="black", lw=0.8, alpha=0.5, drawstyle="steps-pre",
-                   label="capacity", zorder=1)  # fmt: skip
-    for style, s in _series(flows, ir, "goodput_bps", per_flow, how="sum"):
-        if k > 1:
-            s = s.rolling(k, min_periods=1).mean()
-        ax_gp.plot(s.index, s.to_numpy() / 1e6, lw=1.1, **style)
-    ax_gp.set_ylabel(f"goodput (Mbps, {k * interval_s * 1e3:g} ms mean)" if k > 1 else "goodput (Mbps)")
+    legend_entries: list[tuple[str, Any, str]] = []
+    cap_top = 0.0
+    if len(link) and "capacity_bps" in link and link["capacity_bps"].notna().any():
+        cap = bin_series(link["time_s"].to_numpy(), link["capacity_bps"].to_numpy(dtype=float), bin_s)
+        (cl,) = ax_gp.plot(cap["t"], cap["mean"] / 1e6, color="0.35", lw=0.9, drawstyle="steps-mid", zorder=1)
+        legend_entries.append(("link", cl, "capacity"))
+        cap_top = float(cap["mean"].max()) / 1e6
+    line_top = 0.0
+    for style, b in _per_flow_or_algorithm(flows, "goodput_bps", per_flow, "sum", bin_s, styles):
+        line = _draw_binned(ax_gp, b, bin_s, style, bands, scale=1e-6)
+        if line is not None:
+            legend_entries.append((style["cca"], line, style["label"]))
+            line_top = max(line_top, float(np.nanmax(b["mean"])) / 1e6)
+    # The band of bursty in-order delivery reaches far above the capacity: keep the axis about the
+    # capacity and the lines (the band is cut there, and the figure says so).
+    top = max(1.3 * cap_top, 1.1 * line_top)
+    if top > 0 and ax_gp.get_ylim()[1] > top:
+        ax_gp.set_ylim(0, top)
+        ax_gp.text(0.005, 0.86, "band cut at the axis top", transform=ax_gp.transAxes, fontsize="x-small",
+                   va="top", color="0.3")  # fmt: skip
+    samples = f"{flows_s * 1e3:g} ms samples"
+    ax_gp.set_ylabel(f"goodput (Mbit/s)\n{bin_s * 1e3:g} ms bins" if bin_s < 1 else f"goodput (Mbit/s)\n{bin_s:g} s bins")
     ax_gp.set_ylim(bottom=0)
-    # In-order delivery is bursty at fine sample intervals (a repaired hole
-    # releases a window at once); keep the axis about the capacity.
-    if cap.notna().any() and len(flows):
-        top = 1.25 * float(drawn.max())
-        ys = [np.asarray(line.get_ydata(), dtype=float) for line in ax_gp.get_lines()]
-        peak = max((float(y[np.isfinite(y)].max()) for y in ys if np.isfinite(y).any()), default=0.0)
-        if peak > top:
-            ax_gp.set_ylim(0, top)
-            ax_gp.text(0.005, 0.97, f"clipped at 1.25 × capacity (peaks to {peak:.0f} Mbps)",
-                       transform=ax_gp.transAxes, fontsize="x-small", va="top", color="0.3")  # fmt: skip
-    ax_gp.legend(loc="upper right", fontsize="x-small", ncol=min(4, len(ir["flows"]) + 1), framealpha=0.8)
-
-    rtt_col = "rtt_ms" if flows["rtt_ms"].notna().any() else "srtt_ms"
-    for style, s in _series(flows, ir, rtt_col, per_flow):
-        ax_rtt.plot(s.index, s.to_numpy(), lw=1.0, **{**style, "label": None})
-    ax_rtt.set_ylabel("RTT (ms)" if rtt_col == "rtt_ms" else "sRTT (ms)")
-
-    for style, s in _series(flows, ir, "cwnd_bytes", per_flow):
-        ax_cwnd.plot(s.index, s.to_numpy() / 1e3, lw=1.2, **{**style, "label": None})
-    for style, s in _series(flows, ir, "inflight_bytes", per_flow):
-        ax_cwnd.plot(s.index, s.to_numpy() / 1e3, lw=0.6, alpha=0.55, **{**style, "label": None})
-    ax_cwnd.set_ylabel("cwnd / inflight (KB)")
+    band_note = f"line: mean over {bin_s * 1e3:g} ms bins" if bin_s < 1 else f"line: mean over {bin_s:g} s bins"
+    banded = bands and bin_s > flows_s * 1.5
+    ax_gp.text(0.005, 0.97, band_note + (f"; band: min–max of the {samples}" if banded else ""),
+               transform=ax_gp.transAxes, fontsize="x-small", va="top", color="0.3")  # fmt: skip
+    for style, b in _per_flow_or_algorithm(flows, "rtt_ms" if "rtt_ms" in flows and flows["rtt_ms"].notna().any()
+                                           else "srtt_ms", per_flow, "mean", bin_s, styles):  # fmt: skip
+        _draw_binned(ax_rtt, b, bin_s, style, bands)
+    ax_rtt.set_ylabel("RTT (ms)")
+    for style, b in _per_flow_or_algorithm(flows, "cwnd_bytes", per_flow, "mean", bin_s, styles):
+        _draw_binned(ax_cwnd, b, bin_s, style, bands, scale=1e-3)
+    ax_cwnd.set_ylabel("cwnd (KB)")
     ax_cwnd.set_ylim(bottom=0)
-    ax_cwnd.text(0.005, 0.95, "thick: cwnd, thin: bytes in flight", transform=ax_cwnd.transAxes,
-                 fontsize="x-small", va="top", color="0.3")  # fmt: skip
+    if flows.empty:
+        for ax in (ax_gp, ax_rtt, ax_cwnd):
+            ax.text(0.5, 0.5, "no per-flow series in this record", transform=ax.transAxes, ha="center", va="center",
+                    color="0.4")  # fmt: skip
 
-    if len(link) and multi:
-        for i, name in enumerate(names):
-            d = all_links.loc[all_links["link"].astype(str) == name]
-            ax_q.plot(d["time_s"].to_numpy(), d["queue_bytes"].to_numpy() / 1e3, lw=0.9,
-                      color=_LINK_GREYS[i % len(_LINK_GREYS)], ls=_LINK_STYLES[i // len(_LINK_GREYS) % 4],
-                      label=printable(name) + (" (bottleneck)" if name == main_name else ""))  # fmt: skip
-        ax_q.legend(loc="upper right", fontsize="x-small", ncol=min(4, len(names)), framealpha=0.85,
-                    title="queue (KB) per link", title_fontsize="x-small")  # fmt: skip
-        drops = all_links.groupby("time_s", sort=True)[[f"drops_{c}" for c in _DROP_STYLE]].sum()
-        link = drops.reset_index()
     if len(link):
         t = link["time_s"].to_numpy()
+    if len(link) and multi:
+        handles = []
+        for i, name in enumerate(names):
+            d = all_links.loc[all_links["link"].astype(str) == name]
+            qb = bin_series(d["time_s"].to_numpy(), d["queue_bytes"].to_numpy(dtype=float), bin_s)
+            style = {"color": _LINK_GREYS[i % len(_LINK_GREYS)], "linestyle": _LINK_STYLES[i // len(_LINK_GREYS) % 4],
+                     "label": printable(name) + (" (bottleneck)" if name == main_name else "")}  # fmt: skip
+            ql = _draw_binned(ax_q, qb, bin_s, style, False, scale=1e-3, lw=0.9)
+            if ql is not None:
+                handles.append(ql)
+        ax_q.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=min(4, len(names)), framealpha=0.85,
+                    title="queue per link", title_fontsize="x-small")  # fmt: skip
+        drops = all_links.groupby("time_s", sort=True)[[f"drops_{c}" for c in _DROP_STYLE if f"drops_{c}" in all_links]]
+        link = drops.sum().reset_index()
+        t = link["time_s"].to_numpy()
     if len(link) and not multi:
-        ax_q.plot(t, link["queue_bytes"].to_numpy() / 1e3, color="0.25", lw=1.0, label="queue (KB)")
+        qb = bin_series(t, link["queue_bytes"].to_numpy(dtype=float), bin_s)
+        ql = _draw_binned(ax_q, qb, bin_s, {"color": "0.25", "label": "queue"}, bands, scale=1e-3, lw=1.0)
+        handles = [ql] if ql is not None else []
         buf = (ir.get("links") or [{}])[0].get("buffer") or {}
         if buf.get("bytes"):
-            ax_q.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer")
+            handles.append(ax_q.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer"))
         ax_qd = ax_q.twinx()
-        ax_qd.plot(t, link["queue_delay_ms"].to_numpy(), color="#17becf", lw=0.8, alpha=0.9, label="queueing delay (ms)")
-        ax_qd.set_ylabel("queueing delay (ms)", color="#17becf")
+        qd = bin_series(t, link["queue_delay_ms"].to_numpy(dtype=float), bin_s)
+        dl = _draw_binned(ax_qd, qd, bin_s, {"color": "#56B4E9", "label": "queueing delay (ms)"}, False, lw=0.8)
+        if dl is not None:
+            handles.append(dl)
+        ax_qd.set_ylabel("queueing delay (ms)", color="#0072B2")
         ax_qd.set_ylim(bottom=0)
-        h1, l1 = ax_q.get_legend_handles_labels()
-        h2, l2 = ax_qd.get_legend_handles_labels()
-        ax_q.legend(h1 + h2, l1 + l2, loc="lower right", fontsize="x-small", ncol=3, framealpha=0.85)
+        ax_q.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=3, framealpha=0.85)
     if len(link):
+        any_drops = False
         for cause, (color, label) in _DROP_STYLE.items():
             col = f"drops_{cause}"
             if col in link and link[col].fillna(0).any():
-                ax_drop.plot(t, link[col].to_numpy(), color=color, lw=0.9, drawstyle="steps-pre", label=label)
-        if ax_drop.get_legend_handles_labels()[0]:
-            ax_drop.legend(loc="upper right", fontsize="x-small", ncol=3)
+                any_drops = True
+                counts = link[col].fillna(0).to_numpy(dtype=float)
+                b = np.ceil(t / bin_s - 1e-9).astype(np.int64) - 1
+                per_bin = pd.Series(counts).groupby(b).sum()
+                ax_drop.step((per_bin.index.to_numpy() + 0.5) * bin_s, per_bin.to_numpy() / bin_s, where="mid",
+                             color=color, lw=0.9, label=label)  # fmt: skip
+        if any_drops:
+            ax_drop.legend(loc="upper right", fontsize="x-small", ncols=3)
         else:
             ax_drop.text(0.5, 0.5, "no drops", transform=ax_drop.transAxes, ha="center", va="center", color="0.4")
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_ylim(bottom=0)
-    ax_drop.set_ylabel("drops / interval\n(packets" + (", all links)" if multi else ")"))
+    ax_drop.set_ylabel("drops\n(packets/s" + (", all links)" if multi else ")"))
     ax_drop.set_ylim(bottom=0)
 
     if state_flows:
-        _draw_states(axes[5], flows, ir, state_flows, shade)
+        _draw_states(axes[5], flows, ir, state_flows, shade, flows_s, styles)
         if n_state_flows > len(state_flows):
             axes[5].set_ylabel(f"state\n(first {len(state_flows)}\nof {n_state_flows})")
 
@@ -247,7 +428,10 @@ def figure_timeseries(
         ax.axvspan(lo / 1e9, hi / 1e9, color="0.5", alpha=0.07, lw=0, zorder=0)
         ax.grid(True, lw=0.3, alpha=0.5)
     axes[-1].set_xlabel("time (s)")
-    axes[-1].set_xlim(0, ir["duration_ns"] / 1e9)
+    axes[-1].set_xlim(0, duration_s)
+    if legend_entries:
+        grouped_legend(ax_gp, legend_entries, loc="upper right", fontsize="x-small", framealpha=0.85)
+    fig.cclab_bin_s = bin_s  # the resolution drawn (tests, report)
     return fig
 
 
@@ -398,33 +582,69 @@ def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figur
     return fig
 
 
-def _draw_states(ax, flows: pd.DataFrame, ir: Mapping[str, Any], state_flows: list[int], shade: set[str]) -> None:
-    dt = ir.get("sample_interval_ns", 0) / 1e9
+def _draw_states(ax, flows: pd.DataFrame, ir: Mapping[str, Any], state_flows: list[int], shade: set[str],
+                 dt: float, styles: Mapping[int, Mapping[str, Any]]) -> None:  # fmt: skip
+    """One row per flow: its state over the samples where it runs (``active``), nothing elsewhere."""
+    from matplotlib.patches import Patch
+
     colors: dict[str, str] = {}
     extra = iter(_OTHER_COLORS * 4)
     labels = []
     for row, fid in enumerate(state_flows):
         d = flows.loc[flows["flow_id"] == fid].sort_values("time_s")
-        for name, start, end in _state_spans(d["time_s"].to_numpy(), d["state"], dt):
+        states = d["state"].where(d["active"].astype(bool), None) if "active" in d else d["state"]
+        for name, start, end in _state_spans(d["time_s"].to_numpy(), states, dt):
             if name not in shade:
                 continue
             if name not in colors:
                 colors[name] = STATE_COLORS.get(name) or next(extra)
             ax.broken_barh([(start, end - start)], (row - 0.4, 0.8), facecolors=colors[name], lw=0)
-        cca = d["cca"].iloc[0] if len(d) else ""
-        labels.append(f"flow {fid} {cca}")
+        style = styles.get(fid, {})
+        labels.append(f"{style.get('cca', '')} {style.get('label', f'flow {fid}')}".strip())
     ax.set_yticks(range(len(state_flows)), labels, fontsize="x-small")
     ax.set_ylim(len(state_flows) - 0.5, -0.5)
     ax.set_ylabel("state")
-    from matplotlib.patches import Patch
-
     if colors:
         ax.legend(handles=[Patch(color=c, label=n) for n, c in colors.items()], loc="upper right",
-                  fontsize="x-small", ncol=len(colors))  # fmt: skip
+                  fontsize="x-small", ncols=len(colors))  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------- saving
+
+
+@contextlib.contextmanager
+def paper_style(size: str | None = None) -> Iterator[None]:
+    """The rc settings figures are drawn with: ``size`` ``"column"`` or ``"page"`` (a paper: 8 pt
+    text, thin lines, TrueType fonts in PDF) or ``None`` (the screen defaults)."""
+    if size is None:
+        rc: dict[str, Any] = {}
+    elif size in PAPER_WIDTHS:
+        rc = {"font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+              "legend.fontsize": 7, "figure.titlesize": 9, "lines.linewidth": 1.0, "axes.linewidth": 0.6,
+              "grid.linewidth": 0.4, "xtick.major.width": 0.6, "ytick.major.width": 0.6}  # fmt: skip
+    else:
+        raise ValueError(f"figure size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
+    with matplotlib.rc_context({"pdf.fonttype": 42, "ps.fonttype": 42, "svg.hashsalt": "cclab", **rc}):
+        yield
+
+
+def fit_width(fig: Figure, size: str | None) -> Figure:
+    """Scale ``fig`` to a paper width (``column``/``page``), keeping its aspect ratio."""
+    if size is None:
+        return fig
+    w, h = fig.get_size_inches()
+    target = PAPER_WIDTHS[size]
+    fig.set_size_inches(target, h * target / w)
+    return fig
 
 
 def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] = ("png",)) -> list[Path]:
-    """Save ``fig`` as ``path.<fmt>`` for each format (png, svg, pdf); returns the paths."""
+    """Save ``fig`` as ``path.<fmt>`` for each format (png, svg, pdf); returns the paths.
+
+    PDF and SVG are vector output without a timestamp (the same figure gives
+    the same bytes); PDF embeds its fonts as TrueType (Type 42), which paper
+    submission systems accept (Type 3 fonts are refused by IEEE PDF eXpress).
+    """
     base = Path(path)
     if base.suffix.lower() in (".png", ".svg", ".pdf"):
         base = base.with_suffix("")
@@ -435,9 +655,9 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] = ("png",)
         if fmt not in ("png", "svg", "pdf"):
             raise ValueError(f"figure format {fmt!r} is not supported; expected png, svg or pdf")
         out = base.with_name(f"{base.name}.{fmt}")
-        meta = {"Date": None} if fmt in ("svg", "pdf") else {}
-        with matplotlib.rc_context({"svg.hashsalt": "cclab"}), atomic_file(out) as fh:
-            fig.savefig(fh, format=fmt, dpi=110, metadata=meta)
+        meta = {"Date": None} if fmt == "svg" else {"CreationDate": None} if fmt == "pdf" else {}
+        with matplotlib.rc_context({"svg.hashsalt": "cclab", "pdf.fonttype": 42}), atomic_file(out) as fh:
+            fig.savefig(fh, format=fmt, dpi=110 if fmt == "png" else 300, metadata=meta)
         written.append(out)
     return written
 

@@ -126,13 +126,14 @@ def _sweep_body(t: Target, figures_dir: str | Path | None) -> list[str]:
 
 def _grouped_table(g: pd.DataFrame, axes: list[str], metrics: list[str]) -> str:
     from cclab.figures.sweep_figs import metric_label
+    from cclab.store import describe_trials
 
     head = "".join(f"<th class=l>{_e(a)}</th>" for a in axes) + "<th>trials</th>"
     scales = {m: metric_label(m) for m in metrics}
     head += "".join(f"<th>{_e(m)}<br><span class=sub>{_e(scales[m][0])}</span></th>" for m in metrics)
     rows = []
     for _, r in g.iterrows():
-        cells = "".join(f"<td class=l>{_e(_display(r[a]))}</td>" for a in axes) + f"<td>{int(r['trials'])}</td>"
+        cells = "".join(f"<td class=l>{_e(_display(r[a]))}</td>" for a in axes) + f"<td>{_e(describe_trials(r))}</td>"
         for m in metrics:
             scale = scales[m][1]
             v = _fmt(r[m] * scale if _finite(r[m]) else r[m])

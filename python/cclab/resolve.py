@@ -23,12 +23,27 @@ scenario was built):
   schedule may later change any link's delay by any factor;
 * ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
 * the queue discipline's parameters that depend on the link (RED's thresholds
-  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`.
+  default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`;
+* a policer's bucket holds at least one full packet (else it drops every packet).
 
 BDP buffers (``"1.75bdp"``) use the link's rate at 0 s (a trace's mean
 rate) and the minimum RTT of the flows that cross the link (data or ACKs; of
 all flows if none does): ``bytes = ⌈X · rate · rtt / 8⌉``, computed exactly
 (rationals, no floats).
+
+Flow start offsets (``start_offset``, default one base RTT): every flow
+starts a random offset after its configured start, drawn per trial from the
+scenario's seed (:func:`start_offset_ns`), so that the trials of a sweep
+point differ as they do on a testbed; ``start_ns`` in the IR is the explicit
+start, offset included, and ``start_offset_ns`` the offset (left out when 0:
+a scenario with ``start_offset = 0`` resolves to exactly the IR it did
+before offsets existed).
+
+The record's per-flow interval (``record.flows``, :func:`flows_interval_ns`):
+every sample unless the run would hold more than :data:`AUTO_FLOW_ROWS`
+per-flow rows, then the smallest of 2, 5, 10, 20, 50, … × ``sample_interval``
+that stays below it. The IR carries ``record`` only when it differs from
+"every flow at every sample, stored".
 
 The end hosts' TCP settings (``host``) are part of the IR so that both
 backends use the same: Linux's default initial buffers (``tcp_rmem`` 128 KiB,
@@ -52,14 +67,54 @@ from typing import Any
 from . import qdisc as qdiscs
 from . import units
 from .errors import ScenarioError, ScenarioWarning
-from .scenario import ONE_LINK_NODES, HEADER_BYTES, Cca, Link, LossModel, Scenario
+from .scenario import DEFAULT_START_OFFSET, ONE_LINK_NODES, HEADER_BYTES, Cca, Link, LossModel, Scenario
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir",
+           "start_offset_ns", "flows_interval_ns", "AUTO_FLOW_ROWS", "describe_record", "describe_start_offsets",
            "link_field"]
+
+#: "auto" per-flow record interval: at most this many per-flow rows (flows × samples) at the sample interval;
+#: above it the per-flow series are coarsened (docs/record.md "Records at scale").
+AUTO_FLOW_ROWS = 2_000_000
+
+
+def start_offset_ns(seed: int, flow_id: int, window_ns: int) -> int:
+    """Flow ``flow_id``'s random start offset in ``[0, window_ns)`` ns for the run's ``seed``.
+
+    Uniform, from the first 64 bits of SHA-256 of ``"cclab start offset <seed> <flow id>"``
+    scaled exactly (``⌊x · window / 2^64⌋``): the same on every machine and
+    Python version, independent for every flow and seed, and unaffected by the
+    number of flows or by any other random stream of the run.
+    """
+    if window_ns <= 0:
+        return 0
+    digest = hashlib.sha256(f"cclab start offset {int(seed)} {int(flow_id)}".encode()).digest()
+    return (int.from_bytes(digest[:8], "big") * int(window_ns)) >> 64
+
+
+def flows_interval_ns(n_flows: int, duration_ns: int, sample_ns: int, window: tuple[int, int] = (0, 0)) -> int:
+    """The "auto" per-flow record interval: ``sample_ns`` unless the run would
+    have more than :data:`AUTO_FLOW_ROWS` per-flow rows, else the smallest of
+    2, 5, 10, 20, 50, 100, … × ``sample_ns`` that keeps them at or below it and
+    divides both ends of the measure ``window`` (ns), so that the per-flow
+    samples cover the window exactly (any multiple if none does)."""
+    ladder = [m * 10**e for e in range(0, 19) for m in (1, 2, 5)]
+    fits = [k for k in ladder if k * sample_ns <= duration_ns]
+    for exact in (True, False):
+        for k in fits:
+            interval = k * sample_ns
+            if exact and any(w % interval for w in window):
+                continue
+            if n_flows * (duration_ns // interval) <= AUTO_FLOW_ROWS:
+                return interval
+    return fits[-1] * sample_ns
+
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
 #: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``;
+#: within 3, optional fields absent when unused (so the IRs, their hashes and the sweeps stored
+#: before keep theirs): ``flows[].start_offset_ns``, ``record``, ``link.policer``;
 #: 3 → 4: topologies — ``links`` (named, with ``from``/``to`` nodes) replaces ``link``; flows get
 #: ``path``, ``ack_path``, ``ack_every`` and ``sack``.
 IR_VERSION = 4
@@ -283,7 +338,9 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
     resolved = {name: _link_ir(link, prefix[name], duration, within_run, mss, packet, scenario)
                 for name, link in topology.items()}
 
-    # Flows: groups expanded, ids sequential over all groups.
+    # Flows: groups expanded, ids sequential over all groups; each start moved by its random offset.
+    offset_text = scenario.start_offset if scenario.start_offset is not None else DEFAULT_START_OFFSET
+    offset_kind, offset_amount = units.parse_start_offset(offset_text, "start_offset")
     flows: list[dict[str, Any]] = []
     for g, group in enumerate(scenario.flows):
         where = f"flows[{g}]"
@@ -305,22 +362,32 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                                 f"expected a time after start and at most the duration ({scenario.duration!r}); "
                                 "leave stop out for a flow that runs to the end")
         for k in range(group.count):
-            flow_start = start + k * stagger
-            if flow_start >= duration:
+            nominal = start + k * stagger
+            if nominal >= duration:
                 if k == 0:
                     raise ScenarioError(f"{where}.start", group.start,
                                         f"{group.start!r} is not before the end of the run", within_run)
                 raise ScenarioError(f"{where}.stagger", group.stagger,
-                                    f"flow {k} of this group would start at {fmt_d(flow_start)}, "
+                                    f"flow {k} of this group would start at {fmt_d(nominal)}, "
                                     f"not before the end of the run ({scenario.duration!r})",
                                     "expected start + (count − 1) × stagger < duration")
-            if stop is not None and stop <= flow_start:
+            if stop is not None and stop <= nominal:
                 raise ScenarioError(f"{where}.stop", group.stop,
                                     f"{group.stop!r} is not after the start of flow {k} of this group "
-                                    f"({fmt_d(flow_start)})",
+                                    f"({fmt_d(nominal)})",
                                     f"expected a time after start + (count − 1) × stagger and at most the duration "
                                     f"({scenario.duration!r})")
-            flows.append({
+            window = math.floor(offset_amount * rtt) if offset_kind == "rtt" else int(offset_amount)
+            offset = start_offset_ns(scenario.seed, len(flows), window)
+            flow_start = nominal + offset
+            if flow_start >= duration or (stop is not None and stop <= flow_start):
+                limit = "the end of the run" if flow_start >= duration else f"its stop ({group.stop!r})"
+                raise ScenarioError("start_offset", offset_text,
+                                    f"flow {k} of flows[{g}] would start at {fmt_d(nominal)} + a random offset of "
+                                    f"{fmt_d(offset)} = {fmt_d(flow_start)}, not before {limit}",
+                                    "expected a smaller window (e.g. \"1rtt\" or \"5ms\"), 0 for none, "
+                                    "or an earlier start")
+            flow = {
                 "id": len(flows),
                 "group": g,
                 "cca": cca,
@@ -335,7 +402,10 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                 "ack_path": list(ack_path),
                 "ack_every": group.ack_every_segments,
                 "sack": bool(group.sack),
-            })
+            }
+            if offset:
+                flow["start_offset_ns"] = offset
+            flows.append(flow)
 
     # Buffers (a BDP from the flows that cross each link) and queue disciplines.
     links_ir: list[dict[str, Any]] = []
@@ -352,6 +422,15 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
             link_rate_bps=int(r.initial_rate),
         )  # fmt: skip
+        policer = None  # absent when off: scenarios without a policer keep their IR and its hash
+        if link.policer is not None:
+            burst = link.policer.burst.bytes
+            if burst < packet:
+                raise ScenarioError(f"{field}.policer.burst", link.policer.burst,
+                                    f"{link.policer.burst!r} is less than one packet ({burst} bytes): "
+                                    "the policer would drop every packet",
+                                    f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+            policer = {"rate_bps": _rate(link.policer.rate, f"{field}.policer.rate"), "burst_bytes": burst}
         links_ir.append({
             "name": name,
             "from": nodes[name][0],
@@ -362,6 +441,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
             "loss": _loss_ir(link.loss),
             "schedule": r.schedule,
             "qdisc": qdisc,
+            **({"policer": policer} if policer else {}),
         })
 
     rates = {name: max([float(r.initial_rate)] + [float(c["rate_bps"]) for c in r.schedule if c.get("rate_bps")])
@@ -385,7 +465,8 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
     if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
         host["jitter_ns"] = jitter
-    return {
+    record = _record_ir(scenario, len(flows), duration, sample, (measure_from, measure_to))
+    ir = {
         "ir_version": IR_VERSION,
         "name": scenario.name,
         "duration_ns": duration,
@@ -398,6 +479,57 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         "flows": flows,
         "host": host,
     }
+    if record is not None:
+        ir["record"] = record
+    return ir
+
+
+def describe_record(ir: dict[str, Any]) -> str:
+    """One line for ``--dry-run``: how the run records its flows."""
+    fmt_d = units.format_duration
+    n = len(ir["flows"])
+    sample = int(ir["sample_interval_ns"])
+    rec = ir.get("record") or {}
+    interval = int(rec.get("flows_interval_ns") or sample)
+    rows = n * (int(ir["duration_ns"]) // interval)
+    where = "per-flow series in flows.parquet" if rec.get("flows_stored", True) else \
+        "per-flow series for the summary only (record.flows = \"off\": flows.parquet has no rows)"
+    why = ""
+    if interval != sample:
+        full = n * (int(ir["duration_ns"]) // sample)
+        why = (f" (coarser than sample_interval {fmt_d(sample)}: {full:,} rows would exceed the automatic "
+               f"limit of {AUTO_FLOW_ROWS:,}; set record.flows to choose)") if full > AUTO_FLOW_ROWS else ""
+    return f"{where} every {fmt_d(interval)}{why}: {rows:,} rows; the link every {fmt_d(sample)}"
+
+
+def describe_start_offsets(ir: dict[str, Any]) -> str:
+    """One line for ``--dry-run``: the flows' random start offsets of this seed."""
+    offsets = [int(f.get("start_offset_ns") or 0) for f in ir["flows"]]
+    if not any(offsets):
+        return "none (every flow starts exactly at its start time; trials differ only where the seed drives loss or algorithms)"
+    fmt_d = units.format_duration
+    return (f"drawn from seed {ir['seed']}: {fmt_d(min(offsets))} … {fmt_d(max(offsets))} over {len(offsets)} flow(s) "
+            "(each trial draws its own)")
+
+
+def _record_ir(scenario: Scenario, n_flows: int, duration: int, sample: int,
+               window: tuple[int, int]) -> dict[str, Any] | None:
+    """The IR's ``record`` (None: every flow at every sample, stored — the IR leaves it out)."""
+    choice = scenario.record.flows if scenario.record is not None else "auto"
+    if choice in ("auto", "off"):
+        interval = flows_interval_ns(n_flows, duration, sample, window)
+    else:
+        interval = units.parse_duration(choice, "record.flows", allow_zero=False)
+        if interval % sample or interval > duration:
+            raise ScenarioError("record.flows", choice,
+                                f"{choice!r} is not a multiple of sample_interval ({scenario.sample_interval!r})"
+                                if interval % sample else f"{choice!r} is longer than the run",
+                                f"expected \"auto\", \"off\" or a multiple of sample_interval of at most the duration "
+                                f"(e.g. \"{units.format_duration(sample * 100)}\")")
+    stored = choice != "off"
+    if interval == sample and stored:
+        return None
+    return {"flows_interval_ns": interval, "flows_stored": stored}
 
 
 class _Link:

@@ -66,7 +66,7 @@ class SweepOutcome:
     wall_s: float = 0.0
     #: complete records whose files did not match their manifest: (run id, problem, where they were moved)
     corrupt: list[tuple[str, str, Path]] = field(default_factory=list)
-    #: cclab's own left-overs removed before running (temporary and incomplete record directories)
+    #: cclab's own left-overs removed before running and after (temporary record directories, also a dead worker's)
     removed: list[str] = field(default_factory=list)
 
     @property
@@ -109,13 +109,39 @@ def execute_run(ir: dict[str, Any], scenario_toml: str, run_dir: str, backend: s
     t0 = time.monotonic()
     try:
         from cclab.api import run_resolved
+        from cclab.record import RecordExistsError
 
+        if _already_done(Path(run_dir), ir):
+            return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
         kwargs = {"allow_large": True} if allow_large else {}
-        run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
+        try:
+            run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
+        except RecordExistsError:
+            if not _already_done(Path(run_dir), ir):
+                raise
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep
         tb = traceback.format_exc(limit=8)
         return {"ok": False, "error": f"{type(e).__name__}: {e}\n{tb}", "wall_s": time.monotonic() - t0}
+
+
+def _already_done(run_dir: Path, ir: dict[str, Any]) -> bool:
+    """An intact complete record of this very IR is in `run_dir` already.
+
+    A run is content-addressed (its directory is its run id), so running it
+    again would write the same bytes. It happens on a cluster: a worker
+    finishes a record and dies (or loses its connection) before the scheduler
+    hears of it, and the scheduler hands the run to another worker.
+    """
+    from cclab.record import is_complete, read_meta, verify
+    from cclab.resolve import ir_hash
+
+    if not is_complete(run_dir) or verify(run_dir) is not None:
+        return False
+    try:
+        return read_meta(run_dir).get("ir_hash") == ir_hash(ir)
+    except Exception:  # noqa: BLE001 — an unreadable meta.json is not "done"
+        return False
 
 
 class DaskMissingError(RuntimeError):
@@ -190,6 +216,9 @@ def _run_locked(sweep: Sweep, store: SweepStore, tasks: list[Task], t0: float, *
         store.build_results()
         raise
     store.write_failures(outcome.failures)
+    # A worker that died mid-run (a Dask worker killed or lost, a crashed local worker) leaves its
+    # temporary record directory; its run was redone elsewhere. No run of this sweep is in flight now.
+    outcome.removed += store.clean_partials()
     store.build_results()
     outcome.wall_s = time.monotonic() - t0
     return outcome

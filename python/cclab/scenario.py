@@ -8,6 +8,10 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     sample_interval = "10ms"         # default "10ms"
     mss = 1448                       # default 1448 (payload bytes; 1500 on the wire)
     measure = { from = "20s" }       # default from = "0s", to = duration
+    start_offset = "1rtt"            # default: each flow starts a random offset in [0, its base RTT)
+                                     # after its start (drawn from the seed); "5ms"; 0 disables
+    record = { flows = "auto" }      # per-flow series: "auto" (every sample; coarser for large runs),
+                                     # a multiple of sample_interval ("1s"), or "off" (summary only)
 
     [link]                           # the one-link form (a dumbbell); or named links:
     rate = "80Mbps"                  # exactly one of rate | trace
@@ -18,6 +22,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     loss = 0.0                       # default 0; or "1%", or { model = "gilbert-elliott", p, r, h, k }
     qdisc = "droptail"               # default; or "fq_codel", { name = "codel", target = "5ms" } (docs/queues.md)
                                      # (the old `aqm = "droptail"` is read as qdisc = "droptail")
+    policer = { rate = "5Mbps", burst = "30KB" }   # optional token bucket in front of the queue
 
     # [links.core]                   # instead of [link]: named links, each one direction of a wire
     # from = "r1"                    # required: the nodes it connects (docs/topologies.md)
@@ -84,8 +89,10 @@ __all__ = [
     "ScheduleEntry",
     "LossModel",
     "Qdisc",
+    "Policer",
     "Cca",
     "FlowGroup",
+    "Record",
     "Host",
     "known_algorithms",
     "load_scenario",
@@ -100,8 +107,11 @@ HEADER_BYTES = 52
 MIN_MSS = 88
 #: Largest MSS that fits a 9000-byte jumbo frame.
 MAX_MSS = 9000 - HEADER_BYTES
-#: Flows in one group; a guard against typos such as count = 10000000.
-MAX_COUNT = 100_000
+#: Flows in one group: a guard against typos such as count = 100000000, checked before the
+#: resolver builds every flow (~1 kB each). What a run can hold is bounded by memory
+#: instead: the resource estimate (cclab.limits, ~20 kB per flow) refuses more than the
+#: 8 GB limit allows (~390 000 flows) unless --allow-large; docs/performance.md "Limits".
+MAX_COUNT = 1_000_000
 #: Largest ``ack_every`` (segments per ACK); ns-3's DelAckCount and Linux stay far below.
 MAX_ACK_EVERY = 64
 
@@ -351,6 +361,33 @@ def _qdisc(value: Any) -> Any:
 QdiscField = Annotated[str | Qdisc, BeforeValidator(_qdisc)]
 
 
+class Policer(_Model):
+    """A token-bucket policer in front of the queue: ``policer = { rate = "5Mbps", burst = "30KB" }``.
+
+    Tokens accrue at ``rate`` (bit/s of wire bytes) into a bucket of ``burst``
+    bytes, which starts full; a packet that finds fewer tokens than its size
+    is dropped (``drops_policer``), the others go on to the queue — Linux's
+    ``police`` action (docs/queues.md).
+    """
+
+    _where: ClassVar[str] = "link.policer"
+
+    rate: Rate
+    burst: Size
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        data = cls._check_known_fields(data)
+        if isinstance(data, dict):
+            for key, example in (("rate", 'rate = "5Mbps" (the token rate)'),
+                                 ("burst", 'burst = "30KB" (the bucket size, at least one packet)')):
+                if key not in data:
+                    raise ScenarioError(key, None, "required field missing",
+                                        f'expected e.g. policer = {{ rate = "5Mbps", burst = "30KB" }}: {example}')
+        return data
+
+
 class ScheduleEntry(_Model):
     """One timed change of the link: ``{ at = "20s", rate = "160Mbps" }`` (at least one of rate, delay, loss)."""
 
@@ -381,6 +418,7 @@ class Link(_Model):
     buffer: Buffer = "1bdp"
     loss: Loss = 0.0
     qdisc: QdiscField = "droptail"
+    policer: Policer | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -632,6 +670,51 @@ class FlowGroup(_Model):
         return {} if isinstance(self.cca, str) else dict(self.cca.params)
 
 
+def _start_offset(value: Any) -> Any:
+    units.parse_start_offset(value, "")
+    return value
+
+
+#: ``start_offset``: the window of each flow's random start offset (``"1rtt"``, ``"5ms"``, ``0``).
+StartOffset = Annotated[str | int | float, BeforeValidator(_start_offset)]
+
+#: Default of ``start_offset`` (docs/ir.md "Flows"): one base RTT of each flow.
+DEFAULT_START_OFFSET = "1rtt"
+#: Values of ``record.flows`` besides a duration.
+RECORD_FLOWS_WORDS = ("auto", "off")
+
+
+class Record(_Model):
+    """What the run record keeps: ``record = { flows = "1s" }``.
+
+    ``flows``: the per-flow time series' sample interval — ``"auto"`` (the
+    default: every sample, coarser for runs with very many flow samples,
+    docs/record.md), a duration that is a multiple of ``sample_interval``, or
+    ``"off"`` (no per-flow rows in ``flows.parquet``; the summary still has
+    every per-flow metric). The link is recorded at every sample.
+    """
+
+    _where: ClassVar[str] = "record"
+
+    flows: str = "auto"
+
+    @field_validator("flows", mode="before")
+    @classmethod
+    def _flows(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() in ("summary-only", "none"):
+            return "off"
+        if isinstance(value, str) and value.strip() in RECORD_FLOWS_WORDS:
+            return value.strip()
+        allowed = 'expected "auto", "off" or a duration that is a multiple of sample_interval (e.g. "1s")'
+        if not isinstance(value, str):
+            raise ScenarioError("", value, f"{show_value(value)} is not a per-flow record interval", allowed)
+        try:
+            units.parse_duration(value, "", allow_zero=False)
+        except ScenarioError as exc:
+            raise ScenarioError("", value, exc.problem, allowed) from None
+        return value
+
+
 class Measure(_Model):
     """The steady-state window summaries average over: ``[from, to)``; ``to`` defaults to the duration."""
 
@@ -679,6 +762,8 @@ class Scenario(_Model):
     sample_interval: PositiveDuration = "10ms"
     mss: int = DEFAULT_MSS
     measure: Measure = Field(default_factory=Measure)
+    start_offset: StartOffset | None = None
+    record: Record | None = None
     link: Link | None = None
     links: dict[str, NamedLink] | None = None
     flows: list[FlowGroup]

@@ -35,11 +35,13 @@ import hashlib
 import json
 import os
 import re
+import math
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 RUNS = "runs"
@@ -233,7 +235,8 @@ class SweepStore:
             for k in p["params"]:
                 if k not in axis_names:
                     axis_names.append(k)
-        from cclab.record import verify
+        from cclab.metrics import SUMMARY_VERSION
+        from cclab.record import RecordError, read_run, verify
 
         summaries: dict[str, dict[str, Any]] = {}
         corrupt: list[str] = []
@@ -252,7 +255,9 @@ class SweepStore:
                     summary = json.loads((d / "summary.json").read_text())
                     if not isinstance(summary, dict):
                         raise ValueError("corrupt")
-                except (OSError, ValueError):
+                    if summary.get("summary_version", 1) != SUMMARY_VERSION:
+                        summary = read_run(d).summary  # an older record: its summary in today's definitions
+                except (OSError, ValueError, RecordError):
                     corrupt.append(rid)
                     continue
                 summaries[rid] = flatten_summary(summary)
@@ -263,9 +268,11 @@ class SweepStore:
             rows.append(row)
         df = pd.DataFrame(rows)
         if df.empty:
-            df = pd.DataFrame(columns=["run_id", "point", *axis_names, "trial", "seed", "backend"])
+            df = pd.DataFrame(columns=["run_id", "point", *axis_names, "trial", "seed", "backend", *TRIAL_COLUMNS])
         for col in axis_names:
             df[col] = _uniform_column(df[col])
+        if not df.empty:
+            _mark_deterministic(df, axis_names)
         df.attrs["axes"] = axis_names
         df.attrs["corrupt"] = corrupt  # records left out because their files do not match their manifest
         if write:
@@ -274,6 +281,17 @@ class SweepStore:
             with atomic_file(self.root / RESULTS) as fh:
                 df.to_parquet(fh, index=False)
         return df
+
+
+def _mark_deterministic(df: pd.DataFrame, axes: list[str]) -> None:
+    """Add ``n_effective`` and ``deterministic`` (per point, repeated on each of its rows)."""
+    metrics = [c for c in df.columns if c not in (*axes, *META_COLUMNS, *TRIAL_COLUMNS)
+               and pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool]  # fmt: skip
+    keys = df[axes].astype(str).agg("\x1f".join, axis=1) if axes else pd.Series("", index=df.index)
+    n_eff = keys.map({k: _effective_trials(g, metrics) for k, g in df.groupby(keys, sort=False)})
+    size = keys.map(keys.value_counts())
+    df["n_effective"] = n_eff.astype(int)
+    df["deterministic"] = (size > 1) & (n_eff == 1)
 
 
 def _uniform_column(col: pd.Series) -> pd.Series:
@@ -286,12 +304,18 @@ def _uniform_column(col: pd.Series) -> pd.Series:
     return col.map(lambda v: v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 
 
+#: Runs with more flows than this have no per-flow columns in the results table.
+MAX_FLOW_COLUMNS = 32
+
+
 def flatten_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """summary.json -> flat columns.
 
     Aggregate metrics become `agg.<metric>`, per-algorithm ones
-    `<cca>.<metric>`, per-flow ones `flow<id>.<metric>`; nested tables join
-    their keys with dots; lists are left out.
+    `<cca>.<metric>`, per-flow ones `flow<id>.<metric>` (for runs of at most
+    :data:`MAX_FLOW_COLUMNS` flows; larger runs keep their per-flow metrics in
+    each record's summary.json only); nested tables join their keys with
+    dots; lists are left out.
     """
     out: dict[str, Any] = {}
 
@@ -308,6 +332,8 @@ def flatten_summary(summary: dict[str, Any]) -> dict[str, Any]:
         elif key == "per_algorithm":
             put("", value)
         elif key == "per_flow":
+            if len(value) > MAX_FLOW_COLUMNS:
+                continue
             flows: Iterable[tuple[Any, Any]] = (
                 value.items() if isinstance(value, dict) else ((f.get("flow_id", i), f) for i, f in enumerate(value))
             )
@@ -351,7 +377,8 @@ def axis_columns(df: pd.DataFrame) -> list[str]:
 # ---------------------------------------------------------------- statistics over trials
 
 # Two-sided 95 % Student-t critical values t_{0.975, df} for df = 1…30
-# (standard tables, e.g. NIST/SEMATECH e-Handbook §1.3.6.7.2).
+# (standard tables, e.g. NIST/SEMATECH e-Handbook §1.3.6.7.2); kept for
+# callers of t_critical_975 — the tables use scipy.stats.t.
 _T975 = (
     12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
     2.2010, 2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860,
@@ -360,26 +387,23 @@ _T975 = (
 
 
 def t_critical_975(df: int) -> float:
-    """t_{0.975, df}: table for df ≤ 30, Cornish–Fisher expansion beyond (error < 1e-4)."""
+    """t_{0.975, df} (scipy.stats.t.ppf); NaN for df < 1."""
     if df < 1:
         return float("nan")
-    if df <= 30:
-        return _T975[df - 1]
-    z = 1.959963984540054
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    return z + g1 / df + g2 / df**2 + g3 / df**3
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Numeric metric columns of a results table (everything but axes and bookkeeping)."""
-    skip = set(axis_columns(df)) | set(META_COLUMNS)
+    skip = set(axis_columns(df)) | set(META_COLUMNS) | set(TRIAL_COLUMNS)
     return [c for c in df.columns if c not in skip and pd.api.types.is_numeric_dtype(df[c]) and df[c].dtype != bool]
 
 
 HEADLINE_METRICS = (
-    "agg.goodput_bps", "agg.utilization", "agg.loss_rate", "agg.retrans_segs", "agg.queue_delay_ms_mean", "agg.jain",
+    "agg.goodput_bps", "agg.utilization", "agg.loss_rate", "agg.retrans_rate", "agg.queue_delay_ms_p50",
+    "agg.queue_delay_ms_p99", "agg.jain", "agg.jain_1s_mean",
 )  # fmt: skip
 
 
@@ -390,15 +414,86 @@ def headline_metrics(columns: list[str]) -> list[str]:
     return picked or list(columns[:8])
 
 
-def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:
-    """Mean of each metric per point (grouped over trials), with a 95 % CI.
+#: Bookkeeping columns build_results adds per point (not metrics).
+TRIAL_COLUMNS = ("n_effective", "deterministic")
 
-    Columns: the axes, `trials`, then `<metric>` (mean) and, where a point
-    has more than one trial, `<metric>.ci95` — the half-width
-    t_{0.975, n−1} · s / √n (Student's t, sample standard deviation s).
+#: Metrics that are order statistics (percentiles, medians, extremes): over
+#: trials they are summarised by their median with a bootstrap interval; all
+#: others by their mean with a Student-t interval.
+_ORDER_STAT = re.compile(r"(_p\d+|_min|_max|_iqr)$|(^|\.)(share_p\d+)$")
+
+#: Bootstrap resamples for the intervals of medians (fixed seed: the table is the same every time).
+BOOTSTRAP_RESAMPLES = 2000
+_BOOTSTRAP_SEED = 20240101
+
+
+def is_order_statistic(metric: str) -> bool:
+    """True for percentile/median/extreme metrics (``…_p99``, ``…_min``, ``share_p25`` …)."""
+    return _ORDER_STAT.search(metric) is not None
+
+
+def trial_interval(values: Any, statistic: str = "mean", confidence: float = 0.95) -> dict[str, Any]:
+    """A point estimate over trials with its confidence interval and ``n``.
+
+    ``statistic="mean"``: the mean with Student's t interval
+    (``scipy.stats.t.interval`` with the standard error s/√n);
+    ``"median"``: the median with a percentile bootstrap interval
+    (``scipy.stats.bootstrap``, :data:`BOOTSTRAP_RESAMPLES` resamples, fixed
+    seed). NaNs are dropped; ``n`` is how many values remain. The interval
+    is NaN for n < 2 (mean) or n < 3 (median), and ``deterministic`` is true
+    when n ≥ 2 values are all identical — one sample repeated, not a
+    measurement of spread ("n=1 effective"), so no interval is given.
+    Returns ``{"value", "lo", "hi", "n", "statistic", "deterministic"}``.
+    """
+    x = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    n = int(x.size)
+    out: dict[str, Any] = {"value": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": n,
+                           "statistic": statistic, "deterministic": False}  # fmt: skip
+    if n == 0:
+        return out
+    out["value"] = float(np.median(x)) if statistic == "median" else float(np.mean(x))
+    if n >= 2 and float(np.ptp(x)) <= 1e-9 * max(1.0, float(np.max(np.abs(x)))):
+        # the same value in every trial (to rounding): no spread was observed
+        out["deterministic"] = True
+        out["lo"] = out["hi"] = out["value"]
+        return out
+    from scipy import stats
+
+    if statistic == "median":
+        if n >= 3:
+            res = stats.bootstrap((x,), np.median, confidence_level=confidence, n_resamples=BOOTSTRAP_RESAMPLES,
+                                  method="percentile", random_state=np.random.default_rng(_BOOTSTRAP_SEED))  # fmt: skip
+            out["lo"], out["hi"] = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    elif n >= 2:
+        lo, hi = stats.t.interval(confidence, n - 1, loc=float(np.mean(x)), scale=float(stats.sem(x)))
+        out["lo"], out["hi"] = float(lo), float(hi)
+    return out
+
+
+def _effective_trials(block: pd.DataFrame, metrics: list[str]) -> int:
+    """How many of a point's trials differ in any metric (1 when all are the same run repeated)."""
+    if block.empty or not metrics:
+        return len(block)
+    vals = block[metrics].apply(pd.to_numeric, errors="coerce").round(12)
+    return int(len(vals.astype(str).drop_duplicates()))
+
+
+def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.DataFrame:
+    """Each point's metrics over its trials, with 95 % confidence intervals and n.
+
+    Columns: the axes; ``trials`` (runs of the point); ``n_effective`` (how
+    many of them differ in any metric of the table); ``deterministic`` (more
+    than one trial and all identical: the seed changed nothing — "n=1
+    effective", and no interval is shown instead of a misleading ± 0); then
+    per metric ``<metric>`` (mean, or median for percentiles — see
+    :func:`trial_interval`), ``<metric>.lo``/``.hi`` (the interval),
+    ``<metric>.ci95`` (its half-width, (hi − lo)/2), ``<metric>.n`` and
+    ``<metric>.stat`` (``mean``/``median``). A deterministic point has no
+    interval (NaN): its n is one effective sample, whatever the trials.
     """
     axes = axis_columns(df)
     metrics = metrics if metrics is not None else metric_columns(df)
+    all_metrics = metric_columns(df)
     keyed = df.copy()
     for a in axes:  # group on a hashable, order-preserving key
         keyed[a] = keyed[a].map(lambda v: v if not isinstance(v, (dict, list)) else json.dumps(v))
@@ -408,15 +503,56 @@ def group_over_trials(df: pd.DataFrame, metrics: list[str] | None = None) -> pd.
         key = key if isinstance(key, tuple) else (key,)
         row: dict[str, Any] = dict(zip(axes, key))
         row["trials"] = len(g)
+        n_eff = _effective_trials(g, all_metrics)
+        row["n_effective"] = n_eff
+        row["deterministic"] = bool(len(g) > 1 and n_eff == 1)
         for m in metrics:
-            x = pd.to_numeric(g[m], errors="coerce").dropna()
-            row[m] = float(x.mean()) if len(x) else float("nan")
-            if len(g) > 1:
-                n = len(x)
-                row[f"{m}.ci95"] = (
-                    t_critical_975(n - 1) * float(x.std(ddof=1)) / n**0.5 if n > 1 else float("nan")
-                )
+            stat = "median" if is_order_statistic(m) else "mean"
+            r = trial_interval(g[m], stat)
+            if row["deterministic"]:
+                r["lo"] = r["hi"] = float("nan")
+            row[m] = r["value"]
+            row[f"{m}.lo"], row[f"{m}.hi"] = r["lo"], r["hi"]
+            row[f"{m}.ci95"] = (r["hi"] - r["lo"]) / 2
+            row[f"{m}.n"] = r["n"]
+            row[f"{m}.stat"] = stat
         rows.append(row)
     out = pd.DataFrame(rows)
     out.attrs["axes"] = axes
     return out
+
+
+def describe_interval(row: Mapping[str, Any], metric: str, fmt: Callable[[float], str] = lambda v: f"{v:.4g}",
+                      scale: float = 1.0) -> str:
+    """One cell of a grouped results table: ``"48.2 ± 0.31 (n=5)"``, ``"48.2 [47.9, 48.6] (median, n=5)"``,
+    ``"48.2 (n=1)"``, ``"48.2 ± 0 (n=5, all equal)"`` (this metric the same in trials that differ in
+    others), or for a point whose trials are all identical just ``"48.2"`` (the row says
+    "deterministic, n=1 effective": :func:`describe_trials`)."""
+    v = row.get(metric)
+    try:
+        value = float(v) * scale
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isnan(value):
+        return "–"
+    n = int(row.get(f"{metric}.n", row.get("trials", 1)) or 0)
+    if row.get("deterministic"):
+        return fmt(value)
+    lo, hi = row.get(f"{metric}.lo"), row.get(f"{metric}.hi")
+    if lo is None or hi is None or not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+        return f"{fmt(value)} (n={n})"
+    if float(lo) == float(hi):
+        return f"{fmt(value)} ± 0 (n={n}, all equal)"
+    if row.get(f"{metric}.stat") == "median":
+        return f"{fmt(value)} [{fmt(float(lo) * scale)}, {fmt(float(hi) * scale)}] (median, n={n})"
+    return f"{fmt(value)} ± {fmt((float(hi) - float(lo)) / 2 * scale)} (n={n})"
+
+
+def describe_trials(row: Mapping[str, Any]) -> str:
+    """The trials cell of a grouped results table: ``"5"``, or ``"5: deterministic, n=1 effective"``
+    when all of the point's trials gave the same result."""
+    trials = int(row.get("trials", 1))
+    if row.get("deterministic"):
+        return f"{trials}: deterministic, n=1 effective"
+    n_eff = int(row.get("n_effective", trials))
+    return str(trials) if n_eff == trials else f"{trials} ({n_eff} distinct)"

@@ -164,6 +164,29 @@ def parse_duration(value: Any, field: str = "duration", *, allow_zero: bool = Tr
     return _quantity(value, field, "a duration", DURATION_UNITS, "ns", _DURATION_ALLOWED, allow_zero)
 
 
+_START_OFFSET_ALLOWED = ('expected a multiple of each flow\'s base RTT (e.g. "1rtt", "0.5rtt"), a duration '
+                         '(e.g. "5ms") or 0 to start every flow exactly at its start time')
+
+
+def parse_start_offset(value: Any, field: str = "start_offset") -> tuple[Literal["rtt", "ns"], Fraction]:
+    """The window flows' random start offsets are drawn from (``start_offset``):
+    ``"1rtt"`` → ``("rtt", 1)`` (a multiple of each flow's base RTT), ``"5ms"`` →
+    ``("ns", 5_000_000)``, ``0`` / ``"0"`` / ``"0s"`` → ``("ns", 0)`` (no offset)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+        return "ns", Fraction(0)
+    if isinstance(value, str) and value.strip() == "0":
+        return "ns", Fraction(0)
+    number, unit = _split(value, field, "a start-offset window", _START_OFFSET_ALLOWED)
+    if unit.lower() == "rtt":
+        if Fraction(number) > 1000:
+            raise ScenarioError(field, value, f"{show_value(value)} is too large", "expected at most 1000rtt")
+        return "rtt", Fraction(number)
+    if unit not in DURATION_UNITS:
+        raise ScenarioError(field, value, f"{show_value(value)} is not a start-offset window (unknown unit {unit!r})",
+                            _START_OFFSET_ALLOWED)
+    return "ns", Fraction(_quantity(value, field, "a duration", DURATION_UNITS, "ns", _START_OFFSET_ALLOWED, True))
+
+
 def parse_size(value: Any, field: str = "size", *, allow_zero: bool = False) -> int:
     """``"1.5MB"`` → ``1_500_000``, ``"64KiB"`` → ``65_536`` (bytes). Zero is an error unless ``allow_zero``."""
     return _quantity(value, field, "a size", SIZE_UNITS, "bytes", _SIZE_ALLOWED, allow_zero)

@@ -22,6 +22,16 @@ pub struct Ir {
     /// python/cclab/kernel/backend.py refuses more before anything starts).
     pub links: Vec<Link>,
     pub flows: Vec<Flow>,
+    /// The measure window: the queueing-delay histogram counts the packets
+    /// that leave the bottleneck in it (docs/record.md "Distributions").
+    #[serde(default)]
+    pub measure: Option<Measure>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct Measure {
+    pub from_ns: u64,
+    pub to_ns: u64,
 }
 
 /// The bottleneck (`link`): the same definition the simulator reads
@@ -195,7 +205,8 @@ mod tests {
           "mss":1448,"header_bytes":52,
           "links":[{"name":"link","from":"left","to":"right","capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
                   "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
-                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"}}],
+                  "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"},
+                  "policer":{"rate_bps":5000000,"burst_bytes":30000}}],
           "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
                     "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null,"ecn":false}]}"#;
         let ir = Ir::from_json(text).unwrap();
@@ -207,6 +218,9 @@ mod tests {
         );
         assert_eq!(ir.link().schedule[0].rate_bps, Some(1));
         assert_eq!(ir.flows[0].cca, "cubic");
+        // the emulator runs the policer with the rest of the link model
+        let p = ir.link().params(1, 0, 0).unwrap();
+        assert_eq!(p.policer.map(|p| (p.rate_bps, p.burst_bytes)), Some((5_000_000, 30_000)));
         // the old free-form `aqm` string is not a link field any more
         assert!(Ir::from_json(
             &text.replace(r#""qdisc":{"kind":"droptail"}"#, r#""aqm":"droptail""#)

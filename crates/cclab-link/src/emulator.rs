@@ -160,6 +160,8 @@ fn flow_of(pkt: &[u8], data: bool, n: usize) -> Option<u32> {
 /// What a direction's thread reports when it ends.
 struct DirReport {
     lateness: Lateness,
+    /// Sojourn of every packet that left the bottleneck in the measure window.
+    sojourn_hist: cclab_netmodel::LogHist,
     /// How late the thread woke up from its timed sleeps (its own scheduling delay).
     wakeup: Lateness,
     counters: LinkCounters,
@@ -262,7 +264,7 @@ fn direction_loop(
                 let c = model.counters();
                 writeln!(
                     s.link_csv,
-                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                     s.k * s.interval,
                     model.queue_bytes(),
                     model.queue_packets(),
@@ -279,7 +281,8 @@ fn direction_loop(
                     out.interval_late_max,
                     out.written_bytes,
                     out.write_errors,
-                    model.busy_ns_at(t)
+                    model.busy_ns_at(t),
+                    c.drops_policer
                 )
                 .ok();
                 for (i, f) in model.flow_counters.iter().enumerate() {
@@ -364,6 +367,7 @@ fn direction_loop(
         s.flows_csv.flush().ok();
     }
     Ok(DirReport {
+        sojourn_hist: model.sojourn_hist().clone(),
         lateness: out.lateness,
         wakeup,
         counters: model.counters(),
@@ -377,6 +381,16 @@ fn direction_loop(
         rt_prio: rt,
         cpu_ns: thread_cpu_ns() - cpu0,
         windows_clamped: clamp.map(|c| c.rewritten).unwrap_or(0),
+    })
+}
+
+/// A histogram as emulator.json carries it (the same bins as the simulator's, cclab-netmodel).
+fn hist_json(h: &cclab_netmodel::LogHist) -> serde_json::Value {
+    let (bins, counts): (Vec<u32>, Vec<u64>) = h.bins().unzip();
+    serde_json::json!({
+        "sub_bits": cclab_netmodel::hist::SUB_BITS, "bin": bins, "count": counts, "n": h.n,
+        "sum_ns": h.sum as f64, "min_ns": if h.n > 0 { Some(h.min) } else { None },
+        "max_ns": if h.n > 0 { Some(h.max) } else { None },
     })
 }
 
@@ -409,7 +423,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     };
     let mut link_csv = create("link.csv")?;
     let mut flows_csv = create("link_flows.csv")?;
-    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,marks_ce,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns").ok();
+    writeln!(link_csv, "time_ns,queue_bytes,queue_packets,sojourn_sum_ns,departed_packets,egress_bytes,arrival_bytes,drops_overflow,drops_random,drops_aqm,marks_ce,capacity_bps,delay_ns,lateness_max_ns,data_written_bytes,write_errors,busy_ns,drops_policer").ok();
     writeln!(
         flows_csv,
         "time_ns,flow_id,egress_bytes,arrival_bytes,drops"
@@ -439,7 +453,10 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             )
         })
         .map_err(|e| e.to_string())?;
-    let data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    let mut data_model: LinkModel<Vec<u8>> = LinkModel::new(link_params(&ir, t0)?);
+    if let Some(m) = ir.measure {
+        data_model.set_sojourn_window(t0 + m.from_ns, t0 + m.to_ns);
+    }
     let data = direction_loop(
         true,
         data_model,
@@ -494,7 +511,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "data_in": c.data_in, "data_out": c.data_out, "ack_in": ack.counters.ack_in, "ack_out": ack.counters.ack_out,
             "arrival_packets": c.arrival_packets, "departed_packets": c.departed_packets,
             "drops_overflow": c.drops_overflow, "drops_random": c.drops_random,
-            "drops_aqm": c.drops_aqm, "marks_ce": c.marks_ce,
+            "drops_aqm": c.drops_aqm, "marks_ce": c.marks_ce, "drops_policer": c.drops_policer,
             "queued_packets": data.queued_packets, "in_delay_lines": data.in_delay_lines, "acks_in_delay_line": ack.in_delay_lines,
             "egress_bytes": c.egress_bytes, "data_written_bytes": data.written_bytes, "ack_written_bytes": ack.written_bytes,
             "write_errors": data.write_errors + ack.write_errors, "non_ipv4": data.non_ipv4 + ack.non_ipv4,
@@ -502,6 +519,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "windows_clamped": ack.windows_clamped,
         },
         "cpu_ns": cpu, "cpu_ns_data_thread": data.cpu_ns, "cpu_ns_ack_thread": ack.cpu_ns, "wall_ns": wall,
+        "sojourn_hist": hist_json(&data.sojourn_hist),
     });
     let p = format!("{}/emulator.json", args.out_dir);
     std::fs::write(&p, serde_json::to_string_pretty(&report).unwrap())

@@ -1,5 +1,5 @@
-//! The bottleneck: random loss → queue discipline → serialization at the
-//! capacity → propagation delay.
+//! The bottleneck: random loss → token-bucket policer (if any) → queue
+//! discipline → serialization at the capacity → propagation delay.
 //!
 //! Event-driven and caller-clocked: [`Bottleneck::arrive`] hands in a
 //! packet at `now`; [`Bottleneck::next_event`] says when the link next has
@@ -27,8 +27,10 @@
 //! * propagation keeps FIFO order when the delay decreases.
 
 use crate::capacity::{Capacity, Trace};
+use crate::hist::WindowHist;
 use crate::loss::{LossModel, LossSteps};
 use crate::packet::{DropCause, Packet};
+use crate::policer::{Policer, PolicerConfig};
 use crate::qdisc::{Cx, Limits, Qdisc, QdiscConfig};
 use crate::rng::Rng;
 use crate::{Ns, STREAM_LOSS, STREAM_QDISC};
@@ -85,6 +87,7 @@ pub struct Counters {
     pub drops_random: u64,
     pub drops_aqm: u64,
     pub marks_ce: u64,
+    pub drops_policer: u64,
 }
 
 /// Static parameters, on the model's clock.
@@ -97,6 +100,8 @@ pub struct BottleneckParams {
     pub loss_steps: Vec<(Ns, LossModel)>,
     pub limits: Limits,
     pub qdisc: QdiscConfig,
+    /// A token-bucket policer in front of the queue (full at `origin`).
+    pub policer: Option<PolicerConfig>,
     /// The scenario seed: loss and qdisc draw from their own streams of it.
     pub seed: u64,
     /// The run's time zero on the model's clock (PIE's update timer).
@@ -114,6 +119,7 @@ pub struct Bottleneck<P> {
     delay_steps: Vec<(Ns, Ns)>,
     delay_idx: usize,
     loss: LossSteps,
+    policer: Option<Policer>,
     qdisc: Qdisc<P>,
     rng_loss: Rng,
     rng_qdisc: Rng,
@@ -139,6 +145,9 @@ pub struct Bottleneck<P> {
     trace_left: u32,
     last_exit: Ns,
     pub counters: Counters,
+    /// Sojourn time of every packet that leaves in the window set by
+    /// [`WindowHist::set_window`] (counts nothing until then).
+    pub sojourn_hist: WindowHist,
 }
 
 impl<P> Bottleneck<P> {
@@ -155,6 +164,7 @@ impl<P> Bottleneck<P> {
             delay_steps,
             delay_idx: 0,
             loss: LossSteps::new(p.loss_steps),
+            policer: p.policer.map(|c| Policer::new(c, p.origin)),
             qdisc,
             rng_loss: Rng::new(p.seed, STREAM_LOSS),
             rng_qdisc,
@@ -172,6 +182,7 @@ impl<P> Bottleneck<P> {
             trace_left: 0,
             last_exit: 0,
             counters: Counters::default(),
+            sojourn_hist: WindowHist::new(),
         }
     }
 
@@ -247,6 +258,12 @@ impl<P> Bottleneck<P> {
             out.drop(pkt, DropCause::Random);
             return;
         }
+        if self.policer.is_some() {
+            match self.police(now, pkt, out) {
+                Some(p) => pkt = p,
+                None => return,
+            }
+        }
         self.enqueue(now, pkt, out);
         if self.next_at == Ns::MAX {
             match self.capacity {
@@ -256,6 +273,20 @@ impl<P> Bottleneck<P> {
             // a service that ends at once, an opportunity at `now`
             self.advance(now, out);
         }
+    }
+
+    /// The policer's verdict: the packet back if it conforms (kept out of
+    /// line: the common link has no policer).
+    #[cold]
+    #[inline(never)]
+    fn police<S: Sink<P>>(&mut self, now: Ns, pkt: Packet<P>, out: &mut S) -> Option<Packet<P>> {
+        let pol = self.policer.as_mut()?;
+        if pol.conforms(now, pkt.wire_len()) {
+            return Some(pkt);
+        }
+        self.counters.drops_policer += 1;
+        out.drop(pkt, DropCause::Policer);
+        None
     }
 
     /// The queue discipline's enqueue, with drop-tail (the common case) inline.
@@ -336,7 +367,9 @@ impl<P> Bottleneck<P> {
     fn depart<S: Sink<P>>(&mut self, pkt: Packet<P>, start: Ns, at: Ns, out: &mut S) {
         self.counters.egress_bytes += pkt.len as u64;
         self.counters.departed_packets += 1;
-        self.counters.sojourn_sum_ns += start.saturating_sub(pkt.enqueued);
+        let sojourn = start.saturating_sub(pkt.enqueued);
+        self.counters.sojourn_sum_ns += sojourn;
+        self.sojourn_hist.record_at(at, sojourn);
         // propagation: the delay in force when the packet leaves, FIFO
         let s = &self.delay_steps;
         while self.delay_idx + 1 < s.len() && s[self.delay_idx + 1].0 <= at {

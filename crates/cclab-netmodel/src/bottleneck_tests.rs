@@ -16,6 +16,7 @@ fn params(capacity: Capacity) -> BottleneckParams {
             packets: None,
         },
         qdisc: QdiscConfig::Droptail {},
+        policer: None,
         seed: 1,
         origin: 0,
     }
@@ -242,6 +243,42 @@ fn a_loss_schedule_switches_the_model() {
 }
 
 #[test]
+fn the_policer_drops_non_conforming_packets_after_random_loss_before_the_queue() {
+    // 1 Mbit/s of tokens, a 3000-byte bucket, in front of a 100 Mbit/s link:
+    // of five 1500-byte packets at once two pass; 12 ms later one more.
+    let mut p = params(rate(100_000_000));
+    p.policer = Some(PolicerConfig {
+        rate_bps: 1_000_000,
+        burst_bytes: 3000,
+    });
+    let mut b = Bottleneck::new(p.clone());
+    let mut arrivals: Vec<_> = (0..5).map(|i| (0, i, 1500)).collect();
+    arrivals.push((12 * MS, 5, 1500));
+    arrivals.push((12 * MS, 6, 1500));
+    let (dep, drops) = run(&mut b, &arrivals, 100 * MS);
+    assert_eq!(dep.iter().map(|d| d.0).collect::<Vec<_>>(), [0, 1, 5]);
+    let policed = [2, 3, 4, 6].map(|i| (i, DropCause::Policer));
+    assert_eq!(drops, policed);
+    assert_eq!(b.counters.drops_policer, 4);
+    assert_eq!(b.counters.arrival_packets, 7, "policed packets arrived");
+    assert_eq!(b.counters.drops_overflow + b.counters.drops_random, 0);
+    // A randomly lost packet takes no tokens: with loss p = 1 until 1 ms,
+    // the bucket is still full after it.
+    p.loss_steps = vec![
+        (0, LossModel::new(LossConfig::Bernoulli { p: 1.0 })),
+        (MS, LossModel::none()),
+    ];
+    let mut b = Bottleneck::new(p);
+    let (dep, drops) = run(
+        &mut b,
+        &[(0, 0, 1500), (MS, 1, 1500), (MS, 2, 1500)],
+        100 * MS,
+    );
+    assert_eq!(drops, vec![(0, DropCause::Random)]);
+    assert_eq!(dep.len(), 2);
+}
+
+#[test]
 fn trace_opportunities_are_shared_by_small_packets_unused_bytes_are_lost() {
     // Opportunities every 1 ms (1500 B), period 10 ms. Two 700-byte packets
     // share the 1 ms opportunity; the third does not fit the 100 bytes left
@@ -350,6 +387,11 @@ fn conservation_under_random_operations() {
         p.delay_steps = vec![(0, MS), (50 * MS, 3 * MS), (80 * MS, 0)];
         p.qdisc = q.clone();
         p.seed = case as u64;
+        // every third case polices at about the link rate
+        p.policer = (case % 3 == 1).then_some(PolicerConfig {
+            rate_bps: 10_000_000,
+            burst_bytes: 6000,
+        });
         let mut b = Bottleneck::new(p);
         let (mut now, mut out, mut last_exit) = (0u64, vec![], 0u64);
         let (mut departed, mut dropped) = (0u64, 0u64);
@@ -368,7 +410,10 @@ fn conservation_under_random_operations() {
             }
             let c = &b.counters;
             assert_eq!(id as u64 + 1, departed + dropped + b.held_packets());
-            assert_eq!(c.drops_overflow + c.drops_random + c.drops_aqm, dropped);
+            assert_eq!(
+                c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer,
+                dropped
+            );
             assert!(b.queue_bytes() <= 20_000 + case as u64 * 1000);
         }
     }

@@ -7,6 +7,7 @@
 use crate::bottleneck::BottleneckParams;
 use crate::capacity::{Capacity as Cap, RateSteps, Trace};
 use crate::loss::{LossConfig, LossModel};
+use crate::policer::PolicerConfig;
 use crate::qdisc::{Limits, QdiscConfig};
 use crate::Ns;
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,10 @@ pub struct Link {
     pub schedule: Vec<Change>,
     /// The queue discipline (docs/queues.md).
     pub qdisc: QdiscConfig,
+    /// A token-bucket policer in front of the queue. Optional (absent or
+    /// null: none), so scenarios without one keep their IR and its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policer: Option<PolicerConfig>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -110,6 +115,9 @@ impl Link {
         self.qdisc
             .validate()
             .map_err(|e| format!("links[{name}].qdisc: {e}"))?;
+        if let Some(p) = &self.policer {
+            p.validate().map_err(|e| format!("links[{name}].policer: {e}"))?;
+        }
         let capacity = match &self.capacity {
             Capacity::Constant { rate_bps } => {
                 let changes = self
@@ -163,6 +171,7 @@ impl Link {
                 packets: self.buffer.packets,
             },
             qdisc: self.qdisc.clone(),
+            policer: self.policer,
             seed,
             origin: t0,
         })
@@ -185,8 +194,31 @@ mod tests {
         assert_eq!(l.qdisc.kind(), "fq_codel");
         let p = l.params(1, 0, 0).unwrap();
         assert_eq!(p.capacity.nominal_bps(5), 1);
+        assert!(p.policer.is_none());
         let old = text.replace(r#""qdisc":{"#, r#""aqm":"droptail","x":{"#);
         assert!(serde_json::from_str::<Link>(&old).is_err());
+    }
+
+    #[test]
+    fn reads_a_policer_and_refuses_a_zero_rate() {
+        let text = r#"{"name":"link","from":"left","to":"right","capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+            "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
+            "schedule":[],"qdisc":{"kind":"droptail"},
+            "policer":{"rate_bps":5000000,"burst_bytes":30000}}"#;
+        let l: Link = serde_json::from_str(text).unwrap();
+        let want = PolicerConfig {
+            rate_bps: 5_000_000,
+            burst_bytes: 30_000,
+        };
+        assert_eq!(l.policer, Some(want));
+        assert_eq!(l.params(1, 0, 0).unwrap().policer, Some(want));
+        let zero: Link = serde_json::from_str(&text.replace("5000000", "0")).unwrap();
+        assert_eq!(
+            zero.params(1, 0, 0).unwrap_err(),
+            "links[link].policer: rate_bps = 0 must be > 0"
+        );
+        let typo = text.replace("burst_bytes", "bucket_bytes");
+        assert!(serde_json::from_str::<Link>(&typo).is_err());
     }
 }
 

@@ -12,17 +12,20 @@
 //! hits).
 //!
 //! Per data packet (docs/ir.md): random loss on arrival (`drops_random`) →
-//! queue discipline ([`qdisc`]: drop-tail and its variants, RED, CoDel,
-//! FQ-CoDel, PIE; `drops_overflow` when the buffer is full, `drops_aqm` /
+//! token-bucket policer, if any ([`policer`], `drops_policer`) → queue
+//! discipline ([`qdisc`]: drop-tail and its variants, RED, CoDel, FQ-CoDel,
+//! PIE; `drops_overflow` when the buffer is full, `drops_aqm` /
 //! `marks_ce` for AQM decisions) → serialization at the capacity (constant
 //! or scheduled rate, Mahimahi trace) → propagation (the link delay, FIFO
 //! even when the delay changes). Start at [`Bottleneck`].
 
 pub mod bottleneck;
 pub mod capacity;
+pub mod hist;
 pub mod ir;
 pub mod loss;
 pub mod packet;
+pub mod policer;
 pub mod qdisc;
 pub mod rng;
 
@@ -31,8 +34,10 @@ pub type Ns = u64;
 
 pub use bottleneck::{Bottleneck, BottleneckParams, Counters, Out, Sink};
 pub use capacity::{Capacity, RateSteps, Trace};
+pub use hist::{LogHist, WindowHist};
 pub use loss::{LossConfig, LossModel, LossSteps};
 pub use packet::{DropCause, Packet, FLOW_NONE};
+pub use policer::{Policer, PolicerConfig};
 pub use qdisc::{Limits, Qdisc, QdiscConfig};
 pub use rng::{mix, Rng};
 

@@ -70,4 +70,7 @@ pub enum DropCause {
     /// An AQM decided to drop (`drops_aqm`): RED's early and forced drops,
     /// CoDel's and FQ-CoDel's dequeue drops, PIE's early drops.
     Aqm,
+    /// The token-bucket policer in front of the queue found too few tokens
+    /// (`drops_policer`, [`crate::policer`]).
+    Policer,
 }

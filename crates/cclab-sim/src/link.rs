@@ -251,6 +251,6 @@ impl SimLink {
     /// Packets the link dropped (all causes), data and ACKs.
     pub fn dropped(&self) -> u64 {
         let c = &self.model.counters;
-        c.drops_overflow + c.drops_random + c.drops_aqm
+        c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer
     }
 }

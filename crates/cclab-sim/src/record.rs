@@ -1,6 +1,10 @@
 //! Sampled time series, preallocated by sample count (memory does not grow
-//! with the number of packets). Columns and units: docs/record.md ("Engine
-//! output"). Values an algorithm does not have are NaN.
+//! with the number of packets), and per-packet distributions kept as
+//! log-linear histograms (`cclab_netmodel::hist`: a few hundred counters per
+//! flow). Columns and units: docs/record.md ("Engine output"). Values an
+//! algorithm does not have are NaN.
+
+pub use cclab_netmodel::hist::{LogHist, SUB_BITS as HIST_SUB_BITS};
 
 /// One column per field of docs/record.md's raw `flows` table.
 #[derive(Default, Debug, Clone)]
@@ -94,6 +98,7 @@ pub struct LinkColumns {
     pub drops_random: Vec<u64>,
     pub drops_aqm: Vec<u64>,
     pub marks_ce: Vec<u64>,
+    pub drops_policer: Vec<u64>,
     pub capacity_bps: Vec<f64>,
     pub delay_ns: Vec<u64>,
 }
@@ -118,6 +123,10 @@ pub struct FlowInfo {
     pub completion_ns: Option<u64>,
     /// Data segments that reached the receiver marked CE.
     pub ce_segments: u64,
+    /// A flow that ended (finite, or stopped and drained: the sender had
+    /// every byte acknowledged): when its receiver last got new in-order
+    /// data. None for a flow still sending at the end of the run.
+    pub end_ns: Option<u64>,
 }
 
 #[derive(Default, Debug, Clone)]
@@ -128,6 +137,26 @@ pub struct Output {
     pub state_names: Vec<(String, Vec<String>)>,
     pub counters: Counters,
     pub flow_info: Vec<FlowInfo>,
+    /// Per flow: the RTT sample (ns) of every ACK that gave one, arriving
+    /// in the measure window (docs/record.md "Distributions").
+    pub rtt_hists: Vec<LogHist>,
+    /// The bottleneck: the sojourn (ns) of every packet that left it in the
+    /// measure window (a topology: of every link, together).
+    pub sojourn_hist: LogHist,
+}
+
+impl FlowColumns {
+    /// Move the rows out, leaving empty columns with room for `n` rows.
+    pub fn take(&mut self, n: usize) -> FlowColumns {
+        std::mem::replace(self, FlowColumns::with_capacity(n))
+    }
+}
+
+impl LinkColumns {
+    /// Move the rows out, leaving empty columns.
+    pub fn take(&mut self) -> LinkColumns {
+        std::mem::take(self)
+    }
 }
 
 #[inline]

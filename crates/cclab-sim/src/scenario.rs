@@ -30,6 +30,28 @@ pub struct Scenario {
     pub flows: Vec<Flow>,
     /// The end hosts' TCP settings (both backends use the same).
     pub host: Host,
+    /// What the record keeps (absent: every flow at every sample).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<RecordCfg>,
+}
+
+/// The record's per-flow time series (docs/ir.md `record`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RecordCfg {
+    /// Every flow is sampled every this many ns: a multiple of
+    /// `sample_interval_ns` (the link is sampled at every sample).
+    pub flows_interval_ns: u64,
+    /// false: the per-flow series feed the summary only, `flows.parquet`
+    /// keeps no rows (the engine samples them all the same).
+    pub flows_stored: bool,
+}
+
+impl Scenario {
+    /// The per-flow sample interval (ns).
+    pub fn flows_interval_ns(&self) -> u64 {
+        self.record.as_ref().map_or(self.sample_interval_ns, |r| r.flows_interval_ns)
+    }
 }
 
 /// End-host TCP settings: what the kernel backend writes into its
@@ -66,6 +88,8 @@ pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
 pub use cclab_netmodel::loss::LossConfig as Loss;
 /// The queue discipline (`link.qdisc`, docs/queues.md).
 pub use cclab_netmodel::qdisc::{CodelConfig, FqCodelConfig, PieConfig, QdiscConfig, RedConfig, StepConfig};
+/// A token-bucket policer in front of the queue (`link.policer`).
+pub use cclab_netmodel::PolicerConfig;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -91,7 +115,12 @@ pub struct Flow {
     pub ack_every: u32,
     /// SACK negotiated (Linux's default `net.ipv4.tcp_sack = 1`).
     pub sack: bool,
+    /// When the application starts writing, the random start offset included.
     pub start_ns: u64,
+    /// The random part of `start_ns` drawn for this trial (docs/ir.md;
+    /// information only — the engine uses `start_ns`). Absent when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_offset_ns: u64,
     /// The sender stops sending new data at this time (None: runs to the end).
     pub stop_ns: Option<u64>,
     /// Application bytes to send (None: unlimited, a bulk flow).
@@ -102,4 +131,8 @@ pub struct Flow {
     /// marks them CE instead of dropping them. (The sender's and receiver's
     /// reaction to CE, RFC 3168 §6.1, is not modelled yet.)
     pub ecn: bool,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

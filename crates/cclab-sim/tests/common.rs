@@ -14,6 +14,7 @@ pub fn flow(id: u32, cca: &str, rtt_ms: u64) -> Flow {
         cca_params: BTreeMap::new(),
         rtt_ns: rtt_ms * MS,
         start_ns: 0,
+        start_offset_ns: 0,
         stop_ns: None,
         bytes: None,
         rwnd_bytes: None,
@@ -53,9 +54,11 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
             loss: Loss::Bernoulli { p: 0.0 },
             schedule: vec![],
             qdisc: QdiscConfig::Droptail {},
+            policer: None,
         }],
         flows,
         host: host(),
+        record: None,
     }
 }
 

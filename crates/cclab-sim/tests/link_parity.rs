@@ -5,7 +5,8 @@
 //! backend's emulator path (cclab-link's `LinkModel`, driven the way the
 //! real-time loop drives it) gives the same departures (packet, time at the
 //! receiver, CE mark), the same drops (packet, cause) and the same counters,
-//! for every queue discipline, capacity kind, schedule and loss model.
+//! for every queue discipline, capacity kind, schedule and loss model, with
+//! and without a token-bucket policer.
 use cclab_link::model::{Delivery, FlowPath, LinkModel, LinkParams};
 use cclab_netmodel::DropCause;
 use cclab_sim::event::{Event, EventQueue};
@@ -23,10 +24,10 @@ type Arrival = (u64, u32, u32, bool);
 struct Trace {
     delivered: Vec<(u32, u64, bool)>,
     dropped: Vec<(u32, DropCause)>,
-    counters: [u64; 10],
+    counters: [u64; 11],
 }
 
-fn counters(c: &cclab_netmodel::Counters) -> [u64; 10] {
+fn counters(c: &cclab_netmodel::Counters) -> [u64; 11] {
     [
         c.arrival_bytes,
         c.arrival_packets,
@@ -38,6 +39,7 @@ fn counters(c: &cclab_netmodel::Counters) -> [u64; 10] {
         c.drops_random,
         c.drops_aqm,
         c.marks_ce,
+        c.drops_policer,
     ]
 }
 
@@ -95,6 +97,7 @@ fn emulator_path(link: &Link, seed: u64, arrivals: &[Arrival]) -> Trace {
         c.drops_random,
         c.drops_aqm,
         c.marks_ce,
+        c.drops_policer,
     ];
     Trace { delivered, dropped, counters }
 }
@@ -140,8 +143,9 @@ fn qdisc(kind: usize, scale: u64, ecn: bool) -> QdiscConfig {
     }
 }
 
+/// `policer`: (on, rate in 100 kbit/s, bucket in 500-byte units).
 #[allow(clippy::too_many_arguments)]
-fn link(cap: usize, rate_mbps: u64, delay_us: u64, buffer: (bool, u64), loss: (usize, f64), kind: usize, scale: u64, ecn: bool) -> Link {
+fn link(cap: usize, rate_mbps: u64, delay_us: u64, buffer: (bool, u64), loss: (usize, f64), kind: usize, scale: u64, ecn: bool, policer: (bool, u64, u64)) -> Link {
     let capacity = match cap {
         0 | 1 => Capacity::Constant { rate_bps: rate_mbps * 1_000_000 + if cap == 1 { 7 } else { 0 } },
         _ => Capacity::Trace {
@@ -175,6 +179,7 @@ fn link(cap: usize, rate_mbps: u64, delay_us: u64, buffer: (bool, u64), loss: (u
         loss,
         schedule,
         qdisc: qdisc(kind, scale, ecn),
+        policer: policer.0.then_some(PolicerConfig { rate_bps: policer.1 * 100_000, burst_bytes: policer.2 * 500 }),
     }
 }
 
@@ -213,9 +218,10 @@ proptest! {
         ects in proptest::collection::vec(any::<bool>(), 1500),
         coarse in any::<bool>(),
         seed in 0u64..1000,
+        policer in (0u64..4, 1u64..2000, 1u64..40),
     ) {
         let rate = if coarse && cap == 0 { 100 } else { rate_mbps };
-        let l = link(cap, rate, delay_us, buffer, loss, kind, scale, ecn);
+        let l = link(cap, rate, delay_us, buffer, loss, kind, scale, ecn, (policer.0 == 0, policer.1, policer.2));
         let a = arrivals(&gaps[..n], &lens[..n], &flows[..n], &ects[..n], coarse);
         let sim = sim_path(&l, seed, &a);
         let emu = emulator_path(&l, seed, &a);
@@ -231,7 +237,7 @@ fn every_discipline_acts_in_the_parity_runs() {
     // The property above is only as good as its inputs: check that the
     // generated links do drop, mark and hold, for each discipline.
     for kind in 0..7 {
-        let l = link(0, 5, 100, (true, 40), (0, 0.0), kind, 2, true);
+        let l = link(0, 5, 100, (true, 40), (0, 0.0), kind, 2, true, (false, 0, 0));
         let gaps = vec![400_000u64; 3000]; // 30 Mbit/s of 1500-byte packets into 5 Mbit/s
         let a = arrivals(&gaps, &[1500; 3000], &(0..3000).map(|i| i % 5).collect::<Vec<_>>(), &[true; 3000], false);
         let t = sim_path(&l, 1, &a);
@@ -243,4 +249,12 @@ fn every_discipline_acts_in_the_parity_runs() {
             assert!(c[8] + c[9] > 0, "{}: the AQM never acted", l.qdisc.kind());
         }
     }
+    // and the policer (4 Mbit/s of tokens for 30 Mbit/s offered) polices
+    let l = link(0, 5, 100, (true, 40), (0, 0.0), 0, 2, true, (true, 40, 6));
+    let a = arrivals(&[400_000; 3000], &[1500; 3000], &[0; 3000], &[true; 3000], false);
+    let t = sim_path(&l, 1, &a);
+    assert_eq!(t, emulator_path(&l, 1, &a));
+    let policed = t.counters[10];
+    eprintln!("policer: {policed} of 3000 dropped, {} overflow", t.counters[6]);
+    assert!(policed > 2000, "{policed}");
 }

@@ -20,6 +20,7 @@ fn link(name: &str, from: &str, to: &str, rate_bps: u64, delay_ms: u64, buf_pkts
         loss: Loss::Bernoulli { p: 0.0 },
         schedule: vec![],
         qdisc: QdiscConfig::Droptail {},
+        policer: None,
     }
 }
 

@@ -6,7 +6,11 @@ A backend is any object with
 * ``run(ir: dict) -> dict`` — the raw output of docs/record.md (``flows``,
   ``link``, ``state_names``, ``counters``, ``engine_version``). It may add a
   ``"meta"`` dict whose entries are merged into the record's meta.json (e.g.
-  ``valid``, ``invalid_reasons``, kernel release, sysctls, emulator settings).
+  ``valid``, ``invalid_reasons``, kernel release, sysctls, emulator settings),
+  and may add ``histograms`` (per-packet distributions) and ``flow_info``
+  (per-flow facts: ``completion_ns``, ``end_ns``).
+* optionally ``stream(ir)`` — the same output in chunks of samples, so that
+  the record is written while the run goes on (:class:`cclab.backends.sim.SimStream`).
 
 ``sim`` is the Rust simulator (:mod:`cclab.backends.sim`). ``kernel`` is
 provided by :mod:`cclab.kernel.backend` when installed; it is found lazily,

@@ -18,6 +18,8 @@ Kinds:
 | `timeseries` | run | the stacked per-run figure of `cclab.plot`, BBR states shaded |
 | `links` | run | one panel per link of a topology: queue, queueing delay, drops |
 | `topology` | run | the topology drawn: nodes, links (rate, delay), each flow group's path |
+| `cdf` | sweep/run | CDF of per-packet RTT or queueing delay, or of flow completion times |
+| `scatter` | sweep/run | goodput vs 95th-percentile RTT per algorithm, 1-σ ellipses over trials (Pantheon) |
 
 A sweep file may list its figures (`[[figures]]` tables with `kind` and the
 parameters of that kind); otherwise `default_specs` picks figures from the
@@ -73,6 +75,17 @@ def register(name: str, scope: str, doc: str):
 class Target:
     """What a figure is drawn from: a sweep directory or one run directory."""
 
+    _run: Any = None  # a run in memory (Target.of_run)
+
+    @classmethod
+    def of_run(cls, run: Any) -> "Target":
+        """A run in memory (:class:`cclab.record.Run`), e.g. from ``cclab.run(…)``: nothing is read from disk."""
+        target = cls.__new__(cls)
+        target.path = Path(run.path) if run.path is not None else Path(".")
+        target.kind = "run"
+        target._run = run
+        return target
+
     def __init__(self, path: str | Path):
         from cclab.record import is_complete
         from cclab.store import POINTS
@@ -115,10 +128,22 @@ class Target:
         df = df[df["trial"] == trial] if (df["trial"] == trial).any() else df
         return [({a: row[a] for a in self.axes}, self.path / "runs" / row["run_id"]) for _, row in df.iterrows()]
 
+    def run_records(self, trial: int = 0):
+        """(axis values, :class:`cclab.record.Run`) of every point's run for `trial`, in point order (read lazily)."""
+        from cclab.record import read_run
+
+        if self._run is not None:
+            yield {}, self._run
+            return
+        for params, run_dir in self.runs(trial):
+            yield params, read_run(run_dir)
+
     def run(self, point: int | None = None):
         """One run record (`cclab.record.Run`): the run itself, or a sweep's point."""
         from cclab.record import read_run
 
+        if self._run is not None:
+            return self._run
         if self.kind == "run":
             return read_run(self.path)
         df = self.results
@@ -132,17 +157,24 @@ class Target:
         return read_run(self.path / "runs" / row["run_id"])
 
 
-def draw(target: Target | str | Path, kind: str, **params: Any) -> Figure:
+def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **params: Any) -> Figure:
+    """The figure ``kind`` of ``target`` with ``params``. ``size``: ``"column"`` or ``"page"`` draws
+    it for a paper (one or two columns wide, 8 pt text; :data:`cclab.plot.PAPER_WIDTHS`)."""
+    from cclab.plot import PAPER_WIDTHS, fit_width, paper_style
+
     if not isinstance(target, Target):
         target = Target(target)
     if kind not in REGISTRY:
         raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
+    if size is not None and size not in PAPER_WIDTHS:
+        raise FigureError(f"figure size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
     fk = REGISTRY[kind]
     params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
     if fk.scope == "sweep" and target.kind != "sweep":
         raise FigureError(f"figure {kind!r} needs a sweep directory, {target.path} is a run")
     try:
-        return fk.draw(target, **params)
+        with paper_style(size):
+            return fit_width(fk.draw(target, **params), size)
     except TypeError as e:
         if "unexpected keyword" in str(e):
             raise FigureError(f"figure {kind!r}: {e}") from None
@@ -156,6 +188,7 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
         run = target.run()
         if len({f["cca"] for f in run.ir["flows"]}) > 1:
             specs.append({"kind": "period"})
+        specs += distribution_specs(run.summary, getattr(run, "histograms", None))
         if len(run.ir.get("links") or []) > 1 or any(f.get("ack_path") for f in run.ir["flows"]):
             specs = [{"kind": "topology"}, *specs, {"kind": "links"}]
         return specs
@@ -167,6 +200,24 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
     return auto_specs(target)
 
 
+def has_distributions(histograms: Any) -> bool:
+    """A record's per-packet histograms (record version 3) hold samples."""
+    if not histograms:
+        return False
+    return any(len((histograms.get(k) or {}).get("count", ())) for k in ("rtt", "sojourn"))
+
+
+def distribution_specs(summary: dict[str, Any], histograms: Any) -> list[dict[str, Any]]:
+    """The CDFs a record can draw: RTT and queueing delay when it has per-packet histograms
+    (record version 3), flow completion times when a finite flow completed."""
+    specs: list[dict[str, Any]] = []
+    if has_distributions(histograms):
+        specs += [{"kind": "cdf", "metric": "rtt"}, {"kind": "cdf", "metric": "queue_delay"}]
+    if any(f.get("fct_s") is not None for f in summary.get("per_flow", [])):
+        specs.append({"kind": "cdf", "metric": "fct"})
+    return specs
+
+
 def spec_name(spec: dict[str, Any], i: int) -> str:
     if "name" in spec:
         return str(spec["name"])
@@ -175,27 +226,23 @@ def spec_name(spec: dict[str, Any], i: int) -> str:
     return f"{i:02d}-{spec['kind']}" + (f"-{slug}" if slug else "")
 
 
-def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=("png", "svg")):
-    """Draw each spec to out_dir/<name>.{png,svg}; yields (spec, name, paths or error)."""
-    import matplotlib.pyplot as plt
-
+def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=("png", "svg"), size: str | None = None):
+    """Draw each spec to out_dir/<name>.<format>; yields (spec, name, paths or error)."""
     from cclab.plot import save_figure
 
     for i, spec in enumerate(specs):
         params = {k: v for k, v in spec.items() if k != "kind"}
         name = spec_name(spec, i)
         try:
-            fig = draw(target, spec["kind"], **params)
+            fig = draw(target, spec["kind"], size=size, **params)
         except FigureError as e:
             yield spec, name, e
             continue
-        try:
-            yield spec, name, save_figure(fig, out_dir / name, formats)
-        finally:
-            plt.close(fig)
+        yield spec, name, save_figure(fig, out_dir / name, formats)
 
 
-def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None) -> list[Path]:
+def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None,
+               formats: tuple[str, ...] = ("png", "svg"), size: str | None = None) -> list[Path]:  # fmt: skip
     """`cclab plot`: draw the default (or the named kinds of) figures; return the files."""
     target = Target(path)
     specs = default_specs(target)
@@ -209,7 +256,7 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
     out_dir = out_dir or target.path / "figures"
     written: list[Path] = []
     errors = []
-    for spec, name, result in render(target, specs, out_dir):
+    for spec, name, result in render(target, specs, out_dir, formats=formats, size=size):
         if isinstance(result, Exception):
             errors.append(f"{name}: {result}")
         else:
@@ -224,6 +271,6 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
 
 
 # register the kinds
-from cclab.figures import sweep_figs, time_figs  # noqa: E402,F401
+from cclab.figures import dist_figs, sweep_figs, time_figs  # noqa: E402,F401
 
 __all__ = ["REGISTRY", "FigureError", "Target", "draw", "default_specs", "render", "render_all"]

@@ -37,6 +37,7 @@ class AxisValues:
     labels: list[str]  # one display string per distinct value, in axis order
     numeric: list[float] | None  # one number per distinct value, in display units
     log: bool = False  # a log scale suits these values
+    base: int = 10  # of that log scale: 2 for buffers (the BBR papers' 0.25 … 8 BDP, doubling), else 10
 
 
 def display(value: Any) -> str:
@@ -72,6 +73,8 @@ def axis_values(name: str, values: Sequence[Any]) -> AxisValues:
     except (ScenarioError, ValueError, TypeError):
         return AxisValues(name, base, labels, None)
     label = f"{base} ({unit})" if unit else base
+    if leaf == "buffer" and len(nums) >= 3 and min(nums) > 0 and max(nums) / min(nums) >= 4:
+        return AxisValues(name, label, labels, nums, True, 2)  # buffers double from point to point: log2
     return AxisValues(name, label, labels, nums, log)
 
 

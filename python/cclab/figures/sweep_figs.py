@@ -31,7 +31,7 @@ def metric_label(column: str) -> tuple[str, float]:
             base = m[: -len(q)]
     stat = m[len(base) :].lstrip("_").replace("mean", "mean ").strip()
     pretty = {
-        "goodput_bps": ("goodput", "Mbps", 1e-6),
+        "goodput_bps": ("goodput", "Mbit/s", 1e-6),
         "utilization": ("utilization", "%", 100.0),
         "link_utilization": ("link utilization", "%", 100.0),
         "share": ("share of goodput", "%", 100.0),
@@ -171,19 +171,30 @@ def line(
         if logy:
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-        if 1 < n <= 8:
-            ax.legend(fontsize="small")
-    if sum(len(ax.get_lines()) for ax in axs[:1]) > 8:  # many lines: one legend beside the panels
-        handles, labels = axs[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="outside right upper", fontsize="x-small",
-                   ncols=1 + len(labels) // 24)
-        fig.set_size_inches(fig.get_size_inches()[0] + 2.5 * (1 + len(labels) // 24),
-                            max(fig.get_size_inches()[1], 0.17 * min(len(labels), 24) + 1))
+    _legends(fig, axs)
     axs[0].set_ylabel(ylabel)
     note = {"samples": "band: 25th–75th percentile over samples", "trials": "band: interquartile range over trials"}
     sub = "; ".join(note[k] for k in sorted(used_band) if k in note)
     fig.suptitle(title or f"{ylabel} vs {xa.label}" + (f"\n{sub}" if sub else ""), fontsize="medium")
     return fig
+
+
+def _legends(fig, axs) -> None:
+    """A legend wherever two or more labelled lines share a panel: in the panel for up to 8
+    entries, else one legend beside the panels (the labels of every panel, once each)."""
+    entries: dict[str, Any] = {}
+    for ax in axs:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if len(entries) > 8:
+        fig.legend(list(entries.values()), list(entries), loc="outside right upper", fontsize="x-small",
+                   ncols=1 + len(entries) // 24)  # fmt: skip
+        fig.set_size_inches(fig.get_size_inches()[0] + 2.5 * (1 + len(entries) // 24),
+                            max(fig.get_size_inches()[1], 0.17 * min(len(entries), 24) + 1))  # fmt: skip
+        return
+    for ax in axs:
+        if len(ax.get_legend_handles_labels()[1]) >= 2:
+            ax.legend(fontsize="small")
 
 
 def _owner_label(df: pd.DataFrame, owner: str) -> str:
@@ -226,6 +237,10 @@ def _draw_band_line(ax, xa: AxisValues, df: pd.DataFrame, col: str, scale: float
 def _finish_x(ax, xa: AxisValues, logx: bool) -> None:
     if xa.numeric is None:
         ax.set_xticks(range(len(xa.labels)), xa.labels, rotation=30 if max(map(len, xa.labels)) > 6 else 0)
+    elif xa.log and xa.base == 2:  # ticks at the swept values (0.25, 0.5, 1, 2, …), evenly spaced
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(xa.numeric), [f"{v:g}" for v in sorted(xa.numeric)])
+        ax.minorticks_off()
     elif logx or xa.log:
         ax.set_xscale("log")
 
@@ -318,26 +333,31 @@ def heatmap(
     facets = list(_groups(df, facet_axes))
     fig, axs = _new_figure(len(facets), width=5.6, height=4.6, sharey=False)
     label, scale = metric_label(col)
-    grids = []
+    grids, gains = [], []
     for _, fdf in facets:
         if gain:
             ga = _cell_means(fdf[fdf[over].map(display) == display(gain["a"])], xa, ya, col)
             gb = _cell_means(fdf[fdf[over].map(display) == display(gain["b"])], xa, ya, col)
-            grids.append(np.vectorize(goodput_gain)(ga, gb))
+            g = np.vectorize(goodput_gain, otypes=[float])(ga, gb)  # per cent, as Cao et al. define it
+            gains.append(g)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                grids.append(np.log2(1.0 + g / 100.0))  # the goodput ratio a/b on a log2 scale
         else:
             grids.append(_cell_means(fdf, xa, ya, col) * scale)
     finite = np.concatenate([g[np.isfinite(g)] for g in grids]) if grids else np.array([])
     if gain:
-        lim = float(np.max(np.abs(finite))) if finite.size else 1.0
-        lim = lim or 1.0
+        # GpGain spans −100 % … +∞ (+1600 % is a 17× ratio): on a linear scale everything below a few
+        # hundred per cent is one colour. The ratio a/b on a log2 scale is symmetric — ×2 and ×1/2
+        # are equally far from 0 — with limits ±L (L ≥ 1, a whole power of two).
+        lim = max(1.0, math.ceil(float(np.max(np.abs(finite))) - 1e-9)) if finite.size else 1.0
         norm, cmap = TwoSlopeNorm(vmin=-lim, vcenter=0.0, vmax=lim), "RdBu_r"
-        clabel = f"goodput gain of {gain['a']} over {gain['b']} (%)"
+        clabel = f"goodput of {gain['a']} / {gain['b']} (log₂ scale; cells: gain in %)"
     else:
         norm, cmap = None, "viridis"
         clabel = label
     vmin = float(finite.min()) if finite.size and not gain else None
     vmax = float(finite.max()) if finite.size and not gain else None
-    for ax, (flabel, _), grid in zip(axs, facets, grids):
+    for i, (ax, (flabel, _), grid) in enumerate(zip(axs, facets, grids)):
         im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, norm=norm,
                        **({} if gain else {"vmin": vmin, "vmax": vmax}))
         ax.set_xticks(range(len(xa.labels)), xa.labels, rotation=45 if len(xa.labels) > 4 else 0, fontsize="small")
@@ -348,16 +368,34 @@ def heatmap(
             ax.set_title(flabel, fontsize="medium")
         if annotate and grid.size <= 100:
             for (r, c), v in np.ndenumerate(grid):
-                if np.isfinite(v):
-                    if gain:
-                        dark = abs(v) > 0.6 * lim
-                    else:
-                        dark = vmax is not None and v <= (vmin + vmax) / 2
-                    ax.text(c, r, f"{v:.0f}" if abs(v) >= 10 else f"{v:.2g}", ha="center", va="center", fontsize=6.5,
-                            color="white" if dark else "black")
-    fig.colorbar(im, ax=list(axs), label=clabel, shrink=0.9)
-    fig.suptitle(title or clabel, fontsize="medium")
+                if gain:
+                    g = gains[i][r, c]
+                    if math.isnan(g):
+                        continue
+                    text = "+∞" if math.isinf(g) else f"{g:+.0f}" if abs(g) >= 10 else f"{g:+.2g}"
+                    dark = not np.isfinite(v) or abs(v) > 0.6 * lim
+                elif np.isfinite(v):
+                    text = f"{v:.0f}" if abs(v) >= 10 else f"{v:.2g}"
+                    dark = vmax is not None and v <= (vmin + vmax) / 2
+                else:
+                    continue
+                ax.text(c, r, text, ha="center", va="center", fontsize=6.5, color="white" if dark else "black")
+    cbar = fig.colorbar(im, ax=list(axs), label=clabel, shrink=0.9)
+    if gain:
+        n = int(lim)
+        step = 1 + (2 * n) // 9  # at most 9 ticks, 0 always among them
+        ticks = [float(k) for k in range(-n, n + 1) if k % step == 0]
+        cbar.set_ticks(ticks, labels=[_ratio_label(t) for t in ticks])
+    fig.suptitle(title or (f"goodput gain of {gain['a']} over {gain['b']}" if gain else clabel), fontsize="medium")
     return fig
+
+
+def _ratio_label(log2_ratio: float) -> str:
+    """``2`` → "×4 (+300 %)", ``-1`` → "×1/2 (−50 %)", ``0`` → "×1 (0 %)"."""
+    k = int(round(log2_ratio))
+    ratio = f"×{2 ** k}" if k >= 0 else f"×1/{2 ** -k}"
+    pct = (2.0 ** k - 1) * 100
+    return f"{ratio} ({'+' if pct > 0 else '−' if pct < 0 else ''}{abs(pct):.0f} %)"
 
 
 def _cell_means(df: pd.DataFrame, xa: AxisValues, ya: AxisValues, col: str) -> np.ndarray:
@@ -471,6 +509,16 @@ def auto_specs(target: Target) -> list[dict[str, Any]]:
             specs.append({"kind": "heatmap", "x": numeric[1], "y": numeric[0], "metric": "agg.goodput_bps"})
     if len(target.runs()) <= 12:
         specs.append({"kind": "jain"})
+        from cclab import record
+        from cclab.figures import has_distributions
+
+        first = target.path / "runs" / str(df["run_id"].iloc[0])
+        read = getattr(record, "read_histograms", None)
+        if read is not None and (first / "histograms.parquet").is_file() and has_distributions(read(first)):
+            specs.append({"kind": "cdf", "metric": "rtt"} if len(algs) <= 1 else {"kind": "cdf", "metric": "queue_delay"})
+    if (any(c.endswith(".rtt_ms_p95") and not c.startswith(("flow", "agg")) for c in df.columns)
+            and n_groups([a for a in axes if not a.endswith(".cca")]) <= 9):
+        specs.append({"kind": "scatter"})  # per algorithm and trial, one panel per point
     if not specs or len(df) <= 4:
         specs.append({"kind": "timeseries"})
     return specs

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from cclab.errors import printable
 from cclab.figures import FigureError, Target, register
 from cclab.figures.sweep_figs import param_label
+from cclab import metrics
 from cclab.metrics import dominant_period, in_window, jain_series, share_series
 from cclab.plot import color_for
 
@@ -30,13 +31,10 @@ def jain(target: Target, smooth_s: float | None = 1.0, trial: int = 0, title: st
         raise FigureError(f"{len(runs)} runs are too many to overlay (at most 12)")
     import matplotlib
 
-    from cclab.record import read_run
-
     fig = Figure(figsize=(7.5, 3.6), layout="constrained")
     ax = fig.subplots()
     cmap = matplotlib.colormaps["viridis"]
-    for i, (params, run_dir) in enumerate(runs):
-        run = read_run(run_dir)
+    for i, (params, run) in enumerate(target.run_records(trial)):
         s = _smooth(jain_series(run.flows), smooth_s)
         # a label is text: control characters escaped, "$" never starts mathtext
         lab = (", ".join(param_label(k, v) for k, v in params.items()) or printable(run.name)).replace("$", r"\$")
@@ -82,10 +80,15 @@ def period(target: Target, point: int | None = None, algorithm: str | None = Non
     bottom.plot(lags, acf, color=color_for(alg), linewidth=1.1)
     bottom.axhline(0, color="0.5", linewidth=0.8)
     text = "no dominant period"
+    detect = getattr(metrics, "detect_period", None)  # with its significance test, where cclab.metrics has it
+    found = detect(shares[alg].to_numpy(), dt, min_period=min_period_s) if detect is not None else None
+    if found is not None and not found.significant:
+        text = found.describe()  # "no significant period (strongest peak … s, p = …)"
     if math.isfinite(p):
         bottom.axvline(p, color="k", linestyle="--", linewidth=1)
         bottom.annotate(f"{p:.1f} s", (p, strength), textcoords="offset points", xytext=(5, 5))
-        text = f"dominant period {p:.1f} s (autocorrelation {strength:.2f})"
+        text = f"dominant period {p:.1f} s (autocorrelation {strength:.2f}" + (
+            f", p = {found.p_value:.2g})" if found is not None and found.significant else ")")
     bottom.set_xlabel("lag (s)")
     bottom.set_ylabel(f"autocorrelation of {alg} share")
     bottom.grid(True, alpha=0.3)

@@ -695,7 +695,8 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         dropped = int(counters["data_dropped"])
     else:
         link_raw = _link_raw(link_csv, times)
-        dropped = int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
+        dropped = (int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
+                   + int(counters.get("drops_policer", 0)))
     raw_counters = {
         "sent_packets": int(counters["data_in"]),
         "delivered_packets": int(counters["data_out"]),
@@ -747,6 +748,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
     }
     return {
         "engine_version": f"kernel {os.uname().release} + cclab-link {emu['version']}",
+        "histograms": _histograms(ir, times, active, state["rtt_ns"], emu),
         "flows": flows_raw,
         "link": link_raw,
         "state_names": state_names,
@@ -755,6 +757,46 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         "valid": meta["valid"],
         "invalid_reasons": reasons,
     }
+
+
+def _histograms(ir: Mapping[str, Any], times: np.ndarray, active: np.ndarray, rtt_ns: np.ndarray,
+                emu: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-packet distributions of docs/record.md as the kernel backend has them.
+
+    * ``sojourn``: the emulator runs the simulator's bottleneck model
+      (cclab-netmodel) and counts the sojourn of every packet leaving it in
+      the measure window into the same log-linear histogram — per packet, as
+      on the simulator.
+    * ``rtt``: Linux exports no per-ACK RTT samples through tcp_info, only
+      the smoothed RTT (``tcpi_rtt``): the histogram holds one srtt value per
+      flow per sample interval in the window while the flow is active —
+      coarser than the simulator's every-ACK samples and smoothed (EWMA 1/8),
+      so its tails are narrower; ``rtt_source_kind`` says so and the summary
+      reports it as ``rtt_source``.
+    """
+    from cclab.metrics import histogram_of
+
+    lo, hi = int(ir["measure"]["from_ns"]), int(ir["measure"]["to_ns"])
+    in_window = (times > lo) & (times <= hi)
+    mask = active & in_window[:, None] & np.isfinite(rtt_ns)
+    ids = np.array([int(f["id"]) for f in ir["flows"]], dtype=np.int64)  # 0 … n−1 (the emulator's address plan)
+    rtt = histogram_of(rtt_ns[mask], np.broadcast_to(ids, rtt_ns.shape)[mask])
+    every = {"n": np.zeros(ids.size), "sum_ns": np.zeros(ids.size), "min_ns": np.full(ids.size, np.nan),
+             "max_ns": np.full(ids.size, np.nan)}  # fmt: skip
+    for k, col in every.items():  # statistics for every flow, also those without a sample
+        col[rtt["stats_flow_id"]] = rtt[k]
+    rtt.update(every, stats_flow_id=ids)
+    out: dict[str, Any] = {"sub_bits": 7, "rtt": rtt,
+                           "rtt_source_kind": "tcp_info srtt samples (one per sample interval, smoothed)"}  # fmt: skip
+    h = emu.get("sojourn_hist")
+    if isinstance(h, dict):
+        out["sub_bits"] = int(h.get("sub_bits", 7))
+        out["sojourn"] = {"bin": np.asarray(h.get("bin", []), dtype=np.int64),
+                          "count": np.asarray(h.get("count", []), dtype=np.int64),
+                          "n": np.array([float(h.get("n", 0))]), "sum_ns": np.array([float(h.get("sum_ns", 0))]),
+                          "min_ns": np.array([np.nan if h.get("min_ns") is None else float(h["min_ns"])]),
+                          "max_ns": np.array([np.nan if h.get("max_ns") is None else float(h["max_ns"])])}  # fmt: skip
+    return out
 
 
 def _ffill(m: np.ndarray) -> np.ndarray:
@@ -766,7 +808,8 @@ def _ffill(m: np.ndarray) -> np.ndarray:
 
 
 _LINK_COLS = ("queue_bytes", "queue_packets", "sojourn_sum_ns", "departed_packets", "egress_bytes", "arrival_bytes",
-              "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps", "delay_ns", "lateness_max_ns")  # fmt: skip
+              "drops_overflow", "drops_random", "drops_aqm", "marks_ce", "capacity_bps", "delay_ns", "lateness_max_ns",
+              "drops_policer")  # fmt: skip
 
 
 def _link_raw(t: dict[str, np.ndarray], times: np.ndarray, cols: tuple[str, ...] = _LINK_COLS) -> dict[str, np.ndarray]:
@@ -775,7 +818,7 @@ def _link_raw(t: dict[str, np.ndarray], times: np.ndarray, cols: tuple[str, ...]
     k = t["time_ns"] // max(1, int(times[0]) if n else 1) - 1 if t["time_ns"].size else np.zeros(0, dtype=np.int64)
     for c in cols:
         col = np.full(n, np.nan)
-        if c not in t:  # an older emulator's link.csv (no marks_ce)
+        if c not in t:  # an older emulator's link.csv (no marks_ce, no drops_policer)
             out[c] = np.zeros(n)
             continue
         if t["time_ns"].size:

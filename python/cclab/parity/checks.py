@@ -54,6 +54,9 @@ TOLERANCES: dict[str, Tolerance] = {
     "time_to_90": Tolerance(0.30, 0.0, "30 %",
                             "adaptation after a capacity step is quantised by probing cycles (BBR: 8 rounds) and "
                             "CUBIC's epochs; 30 % separates a model that adapts like Linux from one that does not"),
+    "time_to_110": Tolerance(0.30, 0.0, "30 %",
+                             "the same, for a step down: BBR's 10-round max filter must forget the old rate, "
+                             "CUBIC's ACK clock follows at once"),
 }
 
 
@@ -82,7 +85,7 @@ def _suffix(of: str | None) -> str:
 
 def _summary(run: Run, cache: dict[str, Any]) -> dict[str, Any]:
     if "summary" not in cache:
-        cache["summary"] = M.summary(run.flows, run.link, run.ir)
+        cache["summary"] = M.summary(run.flows, run.link, run.ir, histograms=run.histograms)
     return cache["summary"]
 
 
@@ -125,14 +128,35 @@ def _state_time(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, fl
 
 def _startup_exit(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
     ids = _flow_ids(run, of or "flow0") or [0]
-    return {f"startup exit{_suffix(of)}": M.startup_exit_rounds(run.flows, run.ir, ids[0])}
+    return {f"startup exit{_suffix(of)}": M.startup_exit_round(run.flows, run.ir, ids[0])}
+
+
+def _startup_exit_rtts(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
+    ids = _flow_ids(run, of or "flow0") or [0]
+    return {f"startup exit{_suffix(of)} (base RTTs)": M.startup_exit_rounds(run.flows, run.ir, ids[0])}
+
+
+def _rate_step(run: Run) -> tuple[float, float, float]:
+    """(time s, rate before, rate after) of the scenario's first scheduled rate change."""
+    step = next((ch for ch in run.ir["links"][0].get("schedule") or [] if ch.get("rate_bps") is not None), None)
+    if step is None:
+        raise ValueError("the rate-step metrics need a scenario with a scheduled rate change")
+    return step["at_ns"] / 1e9, float(run.ir["links"][0]["capacity"]["rate_bps"]), float(step["rate_bps"])
 
 
 def _time_to_90(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
-    step = next((ch for ch in run.ir["links"][0].get("schedule") or [] if ch.get("rate_bps") is not None), None)
-    if step is None:
-        raise ValueError("time_to_90 needs a scenario with a scheduled rate change")
-    return {"time to 90 %": M.time_to_rate(run.flows, step["at_ns"] / 1e9, float(step["rate_bps"]), fraction=0.9)}
+    at, before, after = _rate_step(run)
+    if after < before:
+        raise ValueError("time_to_90 is for a step up (a step down is met at once: the queue keeps the link busy); "
+                         "use time_to_110")
+    return {"time to 90 %": M.time_to_rate(run.flows, at, after, fraction=0.9)}
+
+
+def _time_to_110(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
+    at, before, after = _rate_step(run)
+    if after > before:
+        raise ValueError("time_to_110 is for a step down; use time_to_90")
+    return {"time to 110 %": M.time_to_rate(run.flows, at, after, fraction=1.1, column="send_rate_bps", direction="down")}
 
 
 def _peak_queue(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
@@ -152,10 +176,16 @@ METRICS: dict[str, MetricDef] = {
     "state_time": MetricDef("time per BBR state", "%", None, _state_time,
                             "fraction of the window the BBR flow(s) spent in each mode"),
     "startup_exit": MetricDef("startup exit", "rounds", "startup_exit", _startup_exit,
-                              "time of leaving STARTUP, in base RTTs after the flow's start"),
+                              "when the flow left STARTUP, in its packet-timed round trips (each an RTT including "
+                              "the queue it met: BBR's own rounds), estimated from the record's sent and delivered bytes"),
+    "startup_exit_rtts": MetricDef("startup exit", "base RTTs", None, _startup_exit_rtts,
+                                   "when the flow left STARTUP, in base RTTs after its start"),
     "time_to_90": MetricDef("time to 90 %", "s", "time_to_90", _time_to_90,
                             "seconds after the rate step until the flows' throughput at the bottleneck (100 ms mean) "
                             "reaches 90 % of the new rate"),
+    "time_to_110": MetricDef("time to 110 %", "s", "time_to_110", _time_to_110,
+                             "seconds after a rate step down until the senders' sending rate (wire bytes incl. "
+                             "retransmissions, 100 ms mean) is at most 110 % of the new rate"),
     "peak_queue": MetricDef("peak queue", "KB", None, _peak_queue, "largest sampled queue over the run"),
 }
 

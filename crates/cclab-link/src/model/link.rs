@@ -55,6 +55,7 @@ pub struct LinkCounters {
     pub drops_random: u64,
     pub drops_aqm: u64,
     pub marks_ce: u64,
+    pub drops_policer: u64,
     /// data packets handed to the model / delivered out of it
     pub data_in: u64,
     pub data_out: u64,
@@ -162,6 +163,7 @@ impl<P> LinkModel<P> {
             drops_random: c.drops_random,
             drops_aqm: c.drops_aqm,
             marks_ce: c.marks_ce,
+            drops_policer: c.drops_policer,
             data_in: self.data_in,
             data_out: self.data_out,
             ack_in: self.ack_in,
@@ -172,7 +174,18 @@ impl<P> LinkModel<P> {
     /// Packets dropped so far, all causes.
     pub fn drops(&self) -> u64 {
         let c = &self.bottleneck.counters;
-        c.drops_overflow + c.drops_random + c.drops_aqm
+        c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer
+    }
+
+    /// Count the sojourn of every packet leaving the bottleneck with
+    /// `from < t ≤ to` (model clock) in [`Self::sojourn_hist`].
+    pub fn set_sojourn_window(&mut self, from: Ns, to: Ns) {
+        self.bottleneck.sojourn_hist.set_window(from, to);
+    }
+
+    /// The sojourn histogram of the window set by [`Self::set_sojourn_window`].
+    pub fn sojourn_hist(&self) -> &cclab_netmodel::LogHist {
+        &self.bottleneck.sojourn_hist.hist
     }
 
     pub fn queue_bytes(&self) -> u64 {

@@ -20,6 +20,7 @@ fn params(rate_bps: u64) -> LinkParams {
                 packets: None,
             },
             qdisc: QdiscConfig::Droptail {},
+            policer: None,
             seed: 1,
             origin: 0,
         },

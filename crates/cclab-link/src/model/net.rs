@@ -317,6 +317,7 @@ mod tests {
                 packets: Some(packets),
             },
             qdisc: QdiscConfig::Droptail {},
+            policer: None,
             seed: 1,
             origin: 0,
         }

@@ -135,6 +135,7 @@ impl<P> Cx<'_, P> {
             DropCause::Overflow => self.counters.drops_overflow += 1,
             DropCause::Aqm => self.counters.drops_aqm += 1,
             DropCause::Random => self.counters.drops_random += 1,
+            DropCause::Policer => self.counters.drops_policer += 1,
         }
         self.out.drop(pkt, cause);
     }

@@ -1,11 +1,13 @@
 //! Unit tests for the sender, driven by a tiny harness: send what the
 //! sender allows, then feed it chosen ACKs at chosen times (in the spirit of
-//! quiche's congestion/test_sender.rs).
+//! quiche's congestion/test_sender.rs). The rate-sampler checks that need a
+//! link run the real simulator (`sim::harness`).
 
 use super::receiver::{Ack, MAX_SACK_BLOCKS};
 use super::rtt::RTO_MIN;
 use super::sender::{Handshake, Sender, Transmit, XmitTimer};
 use crate::cc::{CaState, Cc};
+use crate::sim::harness::{Harness, Path};
 use crate::time::{Bandwidth, Dur, Time};
 use std::collections::BTreeMap;
 
@@ -188,62 +190,27 @@ fn recovery_ends_with_cwnd_at_ssthresh() {
     assert_eq!(s.conn.cwnd, 11);
 }
 
-/// Run `s` over an ideal link: one packet per `gap` ns at the bottleneck,
-/// ACK per packet after `rtt` more; returns every ACK's rate sample.
-fn run_ideal_link(s: &mut Sender, gap: u64, rtt: u64, until: u64) -> Vec<(u64, crate::cc::RateSample)> {
-    run_ideal_link_with(s, gap, rtt, until, |_, _| {})
-}
-
-fn run_ideal_link_with(
-    s: &mut Sender,
-    gap: u64,
-    rtt: u64,
-    until: u64,
-    mut hook: impl FnMut(&mut Sender, u64),
-) -> Vec<(u64, crate::cc::RateSample)> {
-    use std::collections::BTreeMap;
-    let mut acks: BTreeMap<(u64, u32), ()> = BTreeMap::new();
-    let mut link_free = 0u64;
-    let mut now = 0u64;
-    let mut schedule = |tx: Vec<Transmit>, now: u64, acks: &mut BTreeMap<(u64, u32), ()>| {
-        for t in tx {
-            link_free = link_free.max(now) + gap;
-            acks.insert((link_free + rtt, t.seq), ());
-        }
-    };
-    schedule(send_all(s, 0), 0, &mut acks);
-    let mut samples = vec![];
-    while let Some((&(t, seq), _)) = acks.iter().next() {
-        if t > until {
-            break;
-        }
-        acks.remove(&(t, seq));
-        now = t;
-        hook(s, now);
-        let mut out = vec![];
-        s.on_ack(Time(now), &ack(seq + 1, &[]), &mut out);
-        samples.push((now, s.last_rs.clone()));
-        schedule(out, now, &mut acks);
-    }
-    let _ = now;
-    samples
-}
-
 #[test]
 fn rate_sampler_measures_the_bottleneck_rate() {
     // draft-cheng-iccrg-delivery-rate-estimation §3.3: with the pipe full,
-    // delivered/interval over a round equals the bottleneck rate. Ideal link:
-    // one 1448-byte packet per ms = 11.584 Mbit/s of payload, 50 ms RTT.
-    let mut s = sender("reno");
-    let samples = run_ideal_link(&mut s, MS, 50 * MS, 3_000 * MS);
-    let late: Vec<_> = samples.iter().filter(|(t, _)| *t > 1_000 * MS).collect();
-    assert!(late.len() > 1000);
+    // delivered/interval over a round equals the bottleneck rate. One Reno
+    // flow through the real receiver (delayed ACKs) and link: 12 Mbit/s = one
+    // 1500-byte packet per ms = 11.584 Mbit/s of payload, 50 ms RTT, a buffer
+    // that never overflows (so the queue only grows and the link never idles).
+    let mut h = Harness::new("reno", &[], Path::new(12_000_000, 50).for_secs(3.0), 1);
+    let samples = h.rate_samples(0, 2.9);
+    let late: Vec<_> = samples.iter().filter(|(t, _)| *t > 1.0).collect();
+    assert!(late.len() > 900, "{} samples", late.len());
+    assert!(h.link_counters().drops_overflow == 0);
+    let (mut lo, mut hi) = (f64::MAX, 0f64);
     for (t, rs) in &late {
         let r = rs.delivery_rate.expect("valid sample once the pipe is full").0 as f64;
+        (lo, hi) = (lo.min(r), hi.max(r));
         assert!((r / 11_584_000.0 - 1.0).abs() < 0.01, "t={t}: {r} bit/s");
         assert!(!rs.is_app_limited);
         assert!(rs.interval >= Dur(50 * MS), "interval spans at least one RTT");
     }
+    eprintln!("{} samples after 1 s: {:.4}–{:.4} Mbit/s", late.len(), lo / 1e6, hi / 1e6);
 }
 
 #[test]
@@ -251,29 +218,29 @@ fn rate_sampler_flags_app_limited_samples_until_the_bubble_is_delivered() {
     // tcp_rate.c / draft §3.4: packets sent while tp->app_limited is set carry
     // the flag into their samples; the flag clears once `delivered` passes the
     // mark. BBR's ProbeRTT sets the mark exactly like this (bbr_probe_rtt).
-    let mut s = sender("reno");
+    // One Reno flow, cwnd held near the 50-packet BDP (12 Mbit/s, 50 ms).
+    let mut h = Harness::new("reno", &[], Path::new(12_000_000, 50).for_secs(2.0), 1);
+    let s = h.sender_mut(0);
     s.conn.cwnd = 50;
     s.conn.ssthresh = 50;
-    let mut mark = 0u64;
-    let mut marked_at = 0u64;
-    let samples = run_ideal_link_with(&mut s, MS, 50 * MS, 1_500 * MS, |s, now| {
-        if now >= 600 * MS && mark == 0 {
-            mark = (s.conn.delivered + s.in_flight() as u64).max(1);
-            s.conn.app_limited = mark;
-            marked_at = now;
-        }
-    });
+    let mut samples = h.rate_samples(0, 0.6);
+    let s = h.sender_mut(0);
+    let mark = (s.conn.delivered + s.in_flight() as u64).max(1);
+    s.conn.app_limited = mark;
+    let marked_at = h.now_secs();
+    samples.extend(h.rate_samples(0, 1.5));
     // tcp_init_sock starts every connection app-limited (`tp->app_limited =
     // ~0U`) until its first ACK: the initial window's samples carry the flag.
-    assert!(samples.iter().take_while(|(t, _)| *t < 60 * MS).all(|(_, rs)| rs.is_app_limited));
-    let flagged: Vec<u64> =
-        samples.iter().filter(|(t, rs)| rs.is_app_limited && *t > 200 * MS).map(|(t, _)| *t).collect();
+    assert!(samples.iter().take_while(|(t, _)| *t < 0.060).all(|(_, rs)| rs.is_app_limited));
+    let flagged: Vec<f64> =
+        samples.iter().filter(|(t, rs)| rs.is_app_limited && *t > 0.2).map(|(t, _)| *t).collect();
     assert!(!flagged.is_empty(), "packets sent inside the bubble must yield app-limited samples");
     // They are exactly the ACKs of packets sent in the round after the mark:
     // one RTT + one bottleneck round (cwnd packets at 1 ms) later at most.
     let (first, last) = (*flagged.first().unwrap(), *flagged.last().unwrap());
-    assert!(first > marked_at && last <= marked_at + 2 * (50 + 50) * MS, "{first} {last} {marked_at}");
-    assert_eq!(s.conn.app_limited, 0, "the bubble cleared once delivered passed the mark");
+    eprintln!("marked at {marked_at:.4} s: app-limited samples {first:.4}–{last:.4} s");
+    assert!(first > marked_at && last <= marked_at + 2.0 * (0.050 + 0.050), "{first} {last} {marked_at}");
+    assert_eq!(h.conn().app_limited, 0, "the bubble cleared once delivered passed the mark");
     assert!(!samples.last().unwrap().1.is_app_limited);
 }
 

@@ -177,7 +177,7 @@ mod tests {
     use super::*;
     use crate::time::{Dur, Time};
 
-    use super::harness::steady;
+    use crate::cc::bbr::tests::steady;
 
     #[test]
     fn recovery_conserves_packets_then_restores_prior_cwnd() {

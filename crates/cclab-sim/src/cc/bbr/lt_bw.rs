@@ -193,30 +193,36 @@ impl Bbr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, Link};
     use super::super::*;
+    use crate::sim::harness::{Harness, Path, MSS};
 
     #[test]
     fn lt_bw_engages_under_a_token_bucket_policer() {
         // tcp_bbr.c bbr_lt_bw_sampling: a 10 Mbit/s policer on a 100 Mbit/s
-        // path: two consistent lossy intervals → lt_use_bw, rate ≈ policer's,
+        // path: two consistent lossy intervals → lt_use_bw, rate ≈ policer's
+        // (its goodput rate: the bucket counts wire bytes, lt_bw segments),
         // pacing gain 1.0 while in use.
-        let link = Link::new(100_000_000, 30, 1448)
+        let path = Path::new(100_000_000, 30)
             .with_buffer_bdp(4.0)
             .with_policer(10_000_000, 30_000);
-        let mut h = Harness::new("bbr", &[], link, 9);
+        let policed_payload_bps = Path::new(10_000_000, 30).payload_bps();
+        let mut h = Harness::new("bbr", &[], path, 9);
         let mut engaged_at = None;
         while h.now_secs() < 10.0 {
             h.step();
             if engaged_at.is_none() && h.bbr().lt.use_bw {
                 engaged_at = Some(h.now_secs());
-                let bps = h.bbr().lt_bw_bps(1448).unwrap();
+                let bps = h.bbr().lt_bw_bps(MSS).unwrap();
                 eprintln!(
-                    "lt_bw engaged at {:.2} s, {:.2} Mbit/s",
+                    "lt_bw engaged at {:.2} s, {:.2} Mbit/s (policed goodput {:.2})",
                     h.now_secs(),
-                    bps / 1e6
+                    bps / 1e6,
+                    policed_payload_bps / 1e6
                 );
-                assert!((bps / 10e6 - 1.0).abs() < 0.15, "lt_bw {bps}");
+                assert!(
+                    (bps / policed_payload_bps - 1.0).abs() < 0.15,
+                    "lt_bw {bps}"
+                );
             }
             if h.bbr().lt.use_bw && h.bbr().mode == Mode::ProbeBw {
                 assert_eq!(h.bbr().pacing_gain, BBR_UNIT);
@@ -227,8 +233,8 @@ mod tests {
 
     #[test]
     fn lt_bw_stays_off_on_an_unpoliced_deep_buffer() {
-        let link = Link::new(50_000_000, 30, 1448).with_buffer_bdp(8.0);
-        let mut h = Harness::new("bbr", &[], link, 9);
+        let path = Path::new(50_000_000, 30).with_buffer_bdp(8.0);
+        let mut h = Harness::new("bbr", &[], path, 9);
         while h.now_secs() < 8.0 {
             h.step();
             assert!(!h.bbr().lt.use_bw);
@@ -237,10 +243,10 @@ mod tests {
 
     #[test]
     fn lt_bw_param_disables_the_model() {
-        let link = Link::new(100_000_000, 30, 1448)
+        let path = Path::new(100_000_000, 30)
             .with_buffer_bdp(4.0)
             .with_policer(10_000_000, 30_000);
-        let mut h = Harness::new("bbr", &[("lt_bw", 0.0)], link, 9);
+        let mut h = Harness::new("bbr", &[("lt_bw", 0.0)], path, 9);
         while h.now_secs() < 6.0 {
             h.step();
             assert!(!h.bbr().lt.use_bw);

@@ -27,9 +27,6 @@ pub mod probe_rtt;
 pub mod startup;
 pub mod variants;
 
-#[cfg(test)]
-pub(crate) mod harness;
-
 use super::{CaState, CcError, CongestionOps, Conn, CwndEvent, Params, RateSample, Snapshot};
 use crate::time::{Bandwidth, Dur, Time, NS_PER_MS, NS_PER_US};
 use filters::Minmax;
@@ -547,10 +544,25 @@ pub(crate) fn stamp_ms(t: Time) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::harness::{steady, Harness, Link};
     use super::*;
+    use crate::sim::harness::{Harness, Path, MSS};
     use crate::time::{Dur, Time};
 
+    /// BBR in ProbeBW (phase 2) on a 100-packet BDP, cwnd 100: the starting
+    /// point of the unit tests that poke one mechanism at a time.
+    pub(crate) fn steady() -> (Bbr, Conn) {
+        let mut c = Conn::new(Time::ZERO, 1024);
+        let mut b = Bbr::new("bbr", BbrConfig::default(), 1);
+        b.bbr_init(&mut c);
+        b.bw.reset(0, BW_UNIT / 128); // 7812.5 pkt/s
+        b.min_rtt_ns = Dur::from_us(12_800).ns(); // BDP 100
+        b.full_bw_reached = true;
+        b.mode = Mode::ProbeBw;
+        b.cycle_idx = 2;
+        b.update_gains();
+        c.cwnd = 100;
+        (b, c)
+    }
 
     #[test]
     fn rto_counts_as_round_end_and_restarts_full_bw_detection() {
@@ -601,40 +613,72 @@ mod tests {
 
     #[test]
     fn bw_estimate_forgets_a_halved_capacity_within_the_10_round_window() {
-        // The max filter spans bbr_bw_rtts = 10 rounds: after the bottleneck
-        // halves, the estimate follows within ~10 rounds (P2: "down within ~0.4 s").
-        let link = Link::new(20_000_000, 40, 1448)
+        // The max filter spans bbr_bw_rtts = 10 rounds (minmax_running_max):
+        // after the bottleneck halves, the estimate falls to the new rate
+        // (within 10 % of its goodput rate) at most 10 rounds after the last
+        // delivery-rate sample above that — no sample outlives the window
+        // (P2: "down within ~0.4 s", 10 rounds of the base RTT). A sample
+        // spans about one round trip of deliveries, so the samples of the
+        // round in progress at the change and of the next one still carry
+        // old-rate deliveries: the estimate follows at most 10 + 1 + 2
+        // rounds after the change.
+        let path = Path::new(20_000_000, 40)
             .with_buffer_bdp(4.0)
             .with_rate_change(3.0, 10_000_000);
-        let mut h = Harness::new("bbr", &[], link, 2);
+        let threshold = 1.1 * Path::new(10_000_000, 40).payload_bps();
+        let mut h = Harness::new("bbr", &[], path, 2);
         h.run_until(3.0);
         let r0 = h.bbr().rtt_cnt;
+        let (mut last_high, mut delivered) = (r0, h.conn().delivered);
         let mut dropped_after = None;
         while h.now_secs() < 6.0 && dropped_after.is_none() {
             h.step();
-            if bw_to_bps(h.bbr().bbr_bw(), 1448) < 11e6 {
-                dropped_after = Some((h.bbr().rtt_cnt - r0, h.now_secs() - 3.0));
+            let b = h.bbr();
+            if h.conn().delivered != delivered {
+                // this ACK's sample, as bbr_update_bw feeds the filter
+                delivered = h.conn().delivered;
+                let rs = &h.sender(0).last_rs;
+                if let Some(bw) = bw_sample(rs) {
+                    let fed = !rs.is_app_limited || bw >= b.max_bw();
+                    if fed && bw_to_bps(bw, MSS) >= threshold {
+                        last_high = b.rtt_cnt;
+                    }
+                }
+            }
+            if bw_to_bps(b.bbr_bw(), MSS) < threshold {
+                dropped_after = Some((b.rtt_cnt, h.now_secs() - 3.0));
             }
         }
-        let (rounds, secs) = dropped_after.expect("estimate never followed the drop");
-        eprintln!("estimate halved after {rounds} rounds, {secs:.2} s");
-        assert!(rounds <= BW_RTTS as u64 + 2, "{rounds} rounds");
+        let (round, secs) = dropped_after.expect("estimate never followed the drop");
+        eprintln!(
+            "estimate halved after {} rounds, {secs:.2} s; the last sample above the new rate \
+             came {} round(s) after the change and lasted {} rounds",
+            round - r0,
+            last_high - r0,
+            round - last_high
+        );
+        assert!(
+            round - last_high <= BW_RTTS as u64 + 1,
+            "{} rounds",
+            round - last_high
+        );
+        assert!(
+            last_high - r0 <= 2,
+            "old-rate samples {} rounds after the change",
+            last_high - r0
+        );
     }
 
     #[test]
     fn same_seed_same_trajectory() {
         // docs/validation.md check 7 (determinism) at the algorithm level.
         let run = |seed| {
-            let link = Link::new(30_000_000, 20, 1448).with_buffer_bdp(1.0);
-            let mut h = Harness::new_multi("bbr", &[], link, 2, seed);
+            let path = Path::new(30_000_000, 20).with_buffer_bdp(1.0);
+            let mut h = Harness::new_multi("bbr", &[], path, 2, seed);
             let mut trace = vec![];
             while h.now_secs() < 5.0 {
                 h.step();
-                trace.push((
-                    h.flows[0].conn.cwnd,
-                    h.flows[1].conn.cwnd,
-                    h.bbr().cycle_idx,
-                ));
+                trace.push((h.conn_of(0).cwnd, h.conn_of(1).cwnd, h.bbr().cycle_idx));
             }
             trace
         };
@@ -648,17 +692,17 @@ mod tests {
         // 2 % pushes the cap's gain below Linux's 2.0, and loss falls.
         let mut res = vec![];
         for name in ["bbr", "bbr_cwnd_feedback"] {
-            let link = Link::new(40_000_000, 25, 1448).with_buffer_bdp(0.5);
-            let mut h = Harness::new_multi(name, &[], link, 2, 8);
+            let path = Path::new(40_000_000, 25).with_buffer_bdp(0.5);
+            let mut h = Harness::new_multi(name, &[], path, 2, 8);
             h.run_until(20.0);
-            let (l, d) = h.totals();
+            let loss = h.loss_rate();
             let gain = h.bbr().cwnd_feedback().map(|f| f.gain() as f64 / 256.0);
             eprintln!(
                 "{name}: loss {:.3} %, goodput {:.1} Mbit/s, feedback gain {gain:?}",
-                100.0 * l as f64 / (l + d) as f64,
-                d as f64 * 1448.0 * 8.0 / 20.0 / 1e6
+                100.0 * loss,
+                h.delivered() as f64 * MSS as f64 * 8.0 / 20.0 / 1e6
             );
-            res.push((l as f64 / (l + d) as f64, gain));
+            res.push((loss, gain));
         }
         assert!(res[1].1.unwrap() < 2.0);
         assert!(res[1].0 < res[0].0);

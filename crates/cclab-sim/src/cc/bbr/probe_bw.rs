@@ -71,10 +71,10 @@ impl Bbr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, Link};
     use super::super::*;
     use super::*;
     use crate::cc::Conn;
+    use crate::sim::harness::{Harness, Path};
     use crate::time::{Dur, Time};
 
     #[test]
@@ -242,8 +242,8 @@ mod tests {
     #[test]
     fn one_flow_on_deep_buffer_fills_the_link_with_small_queue() {
         // docs/validation.md check 3: goodput ≥ 97 % of the link; queue small after Drain.
-        let link = Link::new(50_000_000, 30, 1448).with_buffer_bdp(8.0);
-        let mut h = Harness::new("bbr", &[], link, 11);
+        let path = Path::new(50_000_000, 30).with_buffer_bdp(8.0);
+        let mut h = Harness::new("bbr", &[], path, 11);
         h.run_until(2.0);
         let d0 = h.delivered();
         let mut max_q = 0;
@@ -255,9 +255,11 @@ mod tests {
             sum_q += h.queue_len() as u64;
             n += 1;
         }
+        // segments delivered per second against full packets per second:
+        // the share of the payload capacity
         let rate = (h.delivered() - d0) as f64 / 10.0;
-        let util = rate / h.link.pkts_per_sec();
-        let bdp = h.link.bdp_pkts() as f64;
+        let util = rate / h.path().pkts_per_sec();
+        let bdp = h.path().bdp_pkts();
         eprintln!(
             "util {util:.4}, mean queue {:.1} pkts, max {max_q} (BDP {bdp})",
             sum_q as f64 / n as f64

@@ -106,16 +106,16 @@ impl Bbr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, Link};
     use super::super::*;
+    use crate::sim::harness::{Harness, Path, MSS};
 
     #[test]
     fn probe_rtt_every_10s_at_4_packets_for_200ms_plus_a_round() {
         // docs/validation.md check 2 / tcp_bbr.c: a dip to cwnd 4 every ~10 s
         // lasting max(200 ms, 1 round) once inflight ≤ 4 — here 200 ms + the
         // time to drain to 4 packets, and about one round more.
-        let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);
-        let mut h = Harness::new("bbr", &[], link, 5);
+        let path = Path::new(20_000_000, 40).with_buffer_bdp(4.0);
+        let mut h = Harness::new("bbr", &[], path, 5);
         let mut entries = vec![];
         let mut exits = vec![];
         let mut max_cwnd_in_probe_rtt = 0;
@@ -153,8 +153,8 @@ mod tests {
     #[test]
     fn probe_rtt_restores_prior_cwnd() {
         // bbr_check_probe_rtt_done: cwnd = max(cwnd, prior_cwnd) on exit.
-        let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);
-        let mut h = Harness::new("bbr", &[], link, 5);
+        let path = Path::new(20_000_000, 40).with_buffer_bdp(4.0);
+        let mut h = Harness::new("bbr", &[], path, 5);
         let mut before = 0;
         let mut after = None;
         let mut prev = Mode::Startup;
@@ -174,7 +174,10 @@ mod tests {
         // The same ACK then runs bbr_set_cwnd in the restored mode, which
         // caps cwnd at its target (full pipe): cwnd = min(prior + acked, target).
         let b = h.bbr();
-        let target = b.quantization_budget(b.bdp(b.bbr_bw(), b.cwnd_gain) + b.ack_aggregation_cwnd(), 1448);
+        let target = b.quantization_budget(
+            b.bdp(b.bbr_bw(), b.cwnd_gain) + b.ack_aggregation_cwnd(),
+            MSS,
+        );
         let after = after.unwrap();
         assert!(
             after >= before.min(target) && after <= target,

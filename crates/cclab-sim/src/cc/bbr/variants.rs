@@ -288,10 +288,10 @@ impl Bbr {
 
 #[cfg(test)]
 mod tests {
-    use super::super::harness::{Harness, Link};
     use super::super::*;
     use super::*;
     use crate::cc::Cc;
+    use crate::sim::harness::{Harness, Path};
     use crate::time::{Dur, Time};
     use std::collections::BTreeMap;
 
@@ -489,16 +489,17 @@ mod tests {
         // Two flows of the same algorithm share a 1-BDP buffer.
         let mut lost = vec![];
         for name in ["bbr", "bbr_shallow"] {
-            let link = Link::new(40_000_000, 25, 1448).with_buffer_bdp(1.0);
-            let mut h = Harness::new_multi(name, &[], link, 2, 3);
+            let path = Path::new(40_000_000, 25).with_buffer_bdp(1.0);
+            let mut h = Harness::new_multi(name, &[], path, 2, 3);
             h.run_until(20.0);
-            let (l, d) = h.totals();
+            let c = h.link_counters();
             eprintln!(
-                "{name}: lost {l} of {} sent ({:.3} %)",
-                l + d,
-                100.0 * l as f64 / (l + d) as f64
+                "{name}: dropped {} of {} sent ({:.3} %)",
+                c.drops_overflow,
+                c.arrival_packets,
+                100.0 * h.loss_rate()
             );
-            lost.push(l as f64 / (l + d) as f64);
+            lost.push(h.loss_rate());
         }
         assert!(
             lost[1] < lost[0],

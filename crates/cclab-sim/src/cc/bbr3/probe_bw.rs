@@ -264,15 +264,15 @@ impl Bbr3 {
 #[cfg(test)]
 mod tests {
     use super::super::*;
-    use crate::cc::bbr::harness::{Harness, Link};
+    use crate::sim::harness::{Harness, Path, MSS};
 
     #[test]
     fn probe_bw_cycles_down_cruise_refill_up_on_the_2_to_3_s_clock() {
         // v3 bbr_pick_probe_wait: REFILL comes 2 s + U[0,1) s after the cycle
         // clock started (DOWN, or a ProbeRTT exit); min(63, BDP) rounds would
         // be later here (63 × ≥ 100 ms).
-        let link = Link::new(20_000_000, 100, 1448).with_buffer_bdp(2.0);
-        let mut h = Harness::new("bbr3", &[], link, 21);
+        let path = Path::new(20_000_000, 100).with_buffer_bdp(2.0);
+        let mut h = Harness::new("bbr3", &[], path, 21);
         let mut seq: Vec<(f64, Option<Phase>)> = vec![];
         let mut waits = vec![];
         while h.now_secs() < 30.0 {
@@ -347,16 +347,15 @@ mod tests {
         // flight and drops steadily; v3 caps at inflight_hi/lo.
         let mut loss = vec![];
         for name in ["bbr", "bbr3"] {
-            let link = Link::new(40_000_000, 25, 1448).with_buffer_bdp(0.5);
-            let mut h = Harness::new_multi(name, &[], link, 2, 4);
+            let path = Path::new(40_000_000, 25).with_buffer_bdp(0.5);
+            let mut h = Harness::new_multi(name, &[], path, 2, 4);
             h.run_until(20.0);
-            let (l, d) = h.totals();
             eprintln!(
                 "{name}: loss {:.3} %, goodput {:.1} Mbit/s",
-                100.0 * l as f64 / (l + d) as f64,
-                d as f64 * 1448.0 * 8.0 / 20.0 / 1e6
+                100.0 * h.loss_rate(),
+                h.delivered() as f64 * MSS as f64 * 8.0 / 20.0 / 1e6
             );
-            loss.push(l as f64 / (l + d) as f64);
+            loss.push(h.loss_rate());
         }
         assert!(loss[1] < loss[0]);
     }

@@ -98,15 +98,15 @@ impl Bbr3 {
 #[cfg(test)]
 mod tests {
     use super::super::*;
-    use crate::cc::bbr::harness::{Harness, Link};
+    use crate::sim::harness::{Harness, Path};
 
     #[test]
     fn probe_rtt_every_5s_at_half_bdp() {
         // docs/validation.md check 5 / v3 bbr_update_min_rtt: ProbeRTT every ~5 s,
         // cwnd = max(4, 0.5·BDP), lasting ≥ 200 ms + 1 round.
-        let link = Link::new(20_000_000, 40, 1448).with_buffer_bdp(4.0);
-        let bdp = link.bdp_pkts();
-        let mut h = Harness::new("bbr3", &[], link, 5);
+        let path = Path::new(20_000_000, 40).with_buffer_bdp(4.0);
+        let bdp = path.bdp_pkts();
+        let mut h = Harness::new("bbr3", &[], path, 5);
         let (mut entries, mut exits) = (vec![], vec![]);
         let mut max_cwnd_in_probe_rtt = 0;
         let mut prev = Mode::Startup;
@@ -124,7 +124,7 @@ mod tests {
             }
             prev = m;
         }
-        eprintln!("bbr3 ProbeRTT entries {entries:?} exits {exits:?}, max cwnd there {max_cwnd_in_probe_rtt} (BDP {bdp})");
+        eprintln!("bbr3 ProbeRTT entries {entries:?} exits {exits:?}, max cwnd there {max_cwnd_in_probe_rtt} (BDP {bdp:.1})");
         assert!(entries.len() >= 3, "{entries:?}");
         for w in entries.windows(2) {
             let gap = w[1] - w[0];
@@ -138,7 +138,7 @@ mod tests {
             );
         }
         // 0.5·BDP (+1 for the ceil in bbr_bdp, +the bw estimate's 1 % noise).
-        assert!(max_cwnd_in_probe_rtt as f64 <= (bdp as f64 * 0.5 * 1.02).ceil() + 1.0);
+        assert!(max_cwnd_in_probe_rtt as f64 <= (bdp * 0.5 * 1.02).ceil() + 1.0);
         assert!(max_cwnd_in_probe_rtt >= 4);
     }
 
