@@ -49,7 +49,7 @@ from __future__ import annotations
 import colorsys
 import contextlib
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -497,65 +497,140 @@ def _fmt_rate(bps: float) -> str:
     return f"{bps:g} bps"
 
 
-def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
-    """The topology: nodes, each link as an arrow labelled with its name, rate and delay (the two
-    directions of a duplex wire bent apart), and each flow group with its path and ACK path in the
-    legend, in its algorithm's colour. Nodes are laid out left to right by their distance (in links)
-    from the first link's node."""
-    from matplotlib.patches import FancyArrowPatch
-
-    links = ir.get("links") or []
+def _topology_layout(
+    links: list[Mapping[str, Any]], paths: Sequence[Sequence[str]] = ()
+) -> dict[str, tuple[float, float]]:
+    """Node positions: in each connected part, a spine left to right on one row — the longest
+    flow path in it (the first of equal ones), else its longest shortest path; every other node beside the node it hangs from (found breadth-first from the spine),
+    half a column outwards, on rows alternating above and below. Parts are stacked top to bottom."""
     nodes: list[str] = []
     for link in links:
         for x in (str(link["from"]), str(link["to"])):
             if x not in nodes:
                 nodes.append(x)
-    # columns: breadth-first distance over the undirected graph from the first node; rows within a column
-    adj: dict[str, set[str]] = {x: set() for x in nodes}
+    by_name = {str(link["name"]): link for link in links}
+    adj: dict[str, list[str]] = {x: [] for x in nodes}
     for link in links:
-        adj[str(link["from"])].add(str(link["to"]))
-        adj[str(link["to"])].add(str(link["from"]))
-    col: dict[str, int] = {}
-    for root in nodes:
-        if root in col:
-            continue
-        col[root] = 0
+        a, b = str(link["from"]), str(link["to"])
+        if b not in adj[a]:
+            adj[a].append(b)
+        if a not in adj[b]:
+            adj[b].append(a)
+
+    def bfs(root: str) -> dict[str, str | None]:
+        parent: dict[str, str | None] = {root: None}
         frontier = [root]
         while frontier:
             nxt = []
             for x in frontier:
-                for y in sorted(adj[x], key=nodes.index):
-                    if y not in col:
-                        col[y] = col[x] + 1
+                for y in adj[x]:
+                    if y not in parent:
+                        parent[y] = x
                         nxt.append(y)
             frontier = nxt
-    rows: dict[int, list[str]] = {}
-    for x in nodes:
-        rows.setdefault(col[x], []).append(x)
-    pos = {}
-    for c, members in rows.items():
-        for i, x in enumerate(members):
-            pos[x] = (float(c), (len(members) - 1) / 2.0 - i)
-    width = max(4.0, 2.2 * (max(col.values(), default=0) + 1))
-    height = max(2.6, 1.5 * max((len(m) for m in rows.values()), default=1) + 1.6)
+        return parent  # in breadth-first order
+
+    pos: dict[str, tuple[float, float]] = {}
+    top = 0.0
+    for root in nodes:
+        if root in pos:
+            continue
+        part = list(bfs(root))
+        spine = []
+        for path in paths:
+            chain = [str(by_name[n]["from"]) for n in path if n in by_name]
+            if chain and chain[0] in part and len(chain) == len(path):
+                chain.append(str(by_name[path[-1]]["to"]))
+                if len(chain) > len(spine) and len(set(chain)) == len(chain):
+                    spine = chain
+        if not spine:
+            # from the node farthest from the part's first node to the node farthest from it
+            parent = bfs(part[-1])
+            spine = [list(parent)[-1]]
+            while parent[spine[-1]] is not None:
+                spine.append(parent[spine[-1]])  # type: ignore[arg-type]
+            if nodes.index(spine[0]) > nodes.index(spine[-1]):
+                spine.reverse()  # the first-named end on the left
+        mid = (len(spine) - 1) / 2.0
+        local: dict[str, tuple[float, float]] = {x: (float(i), 0.0) for i, x in enumerate(spine)}
+        side: dict[str, float] = {x: (-1.0 if i < mid else 1.0 if i > mid else 0.0) for i, x in enumerate(spine)}
+        used: dict[str, int] = {}
+        order = bfs(spine[0])
+        pending = [x for x in order if x not in local]
+        while pending:  # breadth-first from the spine: each node beside a placed neighbour
+            rest = []
+            for x in pending:
+                anchor = next((y for y in adj[x] if y in local), None)
+                if anchor is None:
+                    rest.append(x)
+                    continue
+                k = used.get(anchor, 0)
+                used[anchor] = k + 1
+                ax_, ay = local[anchor]
+                d = side[anchor]
+                if ay == 0.0:
+                    dy = (k // 2 + 1) * (1.0 if k % 2 == 0 else -1.0)
+                else:
+                    dy = (1.0 if ay > 0 else -1.0) * (k // 2) * 0.6 * (1 if k % 2 == 0 else -1)
+                dx = 0.5 * d if ay == 0.0 else 0.8 * (d if d else 1.0)
+                local[x] = (ax_ + dx, ay + dy)
+                side[x] = d if d else 1.0
+            if len(rest) == len(pending):
+                break
+            pending = rest
+        ys = [y for _, y in local.values()]
+        shift = top - max(ys)
+        for x, (px, py) in local.items():
+            pos[x] = (px, py + shift)
+        top = min(ys) + shift - 1.5
+    return pos
+
+
+def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
+    """The topology: nodes, each link as an arrow labelled with its name, rate and delay (the two
+    directions of a duplex wire bent apart, one label for both when their rate and delay agree),
+    and each flow group with its path and ACK path in the legend, in its algorithm's colour. The
+    longest chain of links runs left to right; other nodes hang beside the node they attach to."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    links = ir.get("links") or []
+    pos = _topology_layout(links, [f.get("path") or [] for f in ir.get("flows", [])])
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    width = max(4.0, 2.2 * (max(xs) - min(xs) + 1))
+    height = max(2.6, 1.3 * (max(ys) - min(ys)) + 2.4)
     fig = Figure(figsize=(width, height), layout="constrained")
     ax = fig.subplots()
     ax.set_axis_off()
     fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))}: topology", parse_math=False)
-    pairs = {(str(link["from"]), str(link["to"])) for link in links}
-    for link in links:
-        a, b = str(link["from"]), str(link["to"])
-        bend = 0.18 if (b, a) in pairs else 0.0  # a duplex wire: the two directions apart
-        ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=14, lw=1.4, color="0.3",
-                                     connectionstyle=f"arc3,rad={bend}", shrinkA=16, shrinkB=16))  # fmt: skip
+
+    def shape(link: Mapping[str, Any]) -> tuple[str, float]:
         cap = link["capacity"]
         rate = _fmt_rate(float(cap["rate_bps"])) if cap.get("kind") == "constant" else "trace"
+        return rate, float(link["delay_ns"])
+
+    by_pair = {(str(link["from"]), str(link["to"])): link for link in links}
+    for link in links:
+        a, b = str(link["from"]), str(link["to"])
+        back = by_pair.get((b, a))
+        bend = 0.18 if back is not None else 0.0  # a duplex wire: the two directions apart
+        ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=14, lw=1.4, color="0.3",
+                                     connectionstyle=f"arc3,rad={bend}", shrinkA=16, shrinkB=16))  # fmt: skip
+        rate, delay_ns = shape(link)
         (x0, y0), (x1, y1) = pos[a], pos[b]
         mx, my = (x0 + x1) / 2, (y0 + y1) / 2
-        off = 0.16 if bend == 0 else (0.22 if (x1 - x0) + (y1 - y0) > 0 else -0.22)
-        ax.text(mx, my + off, f"{printable(str(link['name']))}\n{rate}, {link['delay_ns'] / 1e6:g} ms",
+        name = printable(str(link["name"]))
+        if back is not None and shape(back) == (rate, delay_ns):
+            if links.index(back) < links.index(link):
+                continue  # labelled with its reverse
+            name = f"{name}, {printable(str(back['name']))}"
+            off = 0.0
+        else:
+            off = 0.16 if bend == 0 else (0.22 if (x1 - x0) + (y1 - y0) > 0 else -0.22)
+        ax.text(mx, my + off, f"{name}\n{rate}, {delay_ns / 1e6:g} ms",
                 ha="center", va="center", fontsize="x-small", color="0.2",
-                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.8})  # fmt: skip
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})  # fmt: skip
     for x, (px, py) in pos.items():
         ax.plot([px], [py], "o", ms=18, color="white", mec="0.2", mew=1.2, zorder=3)
         ax.text(px, py, printable(x), ha="center", va="center", fontsize="x-small", zorder=4)
@@ -564,8 +639,6 @@ def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figur
     for f in ir.get("flows", []):
         seen.setdefault(int(f.get("group", 0)), f)
     handles = []
-    from matplotlib.lines import Line2D
-
     for g, f in seen.items():
         n = sum(1 for x in ir["flows"] if int(x.get("group", 0)) == g)
         ack = f" ; ACKs {' → '.join(f['ack_path'])}" if f.get("ack_path") else ""
@@ -574,8 +647,6 @@ def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figur
     if handles:
         ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize="x-small",
                   ncol=1, frameon=False)  # fmt: skip
-    xs = [p[0] for p in pos.values()] or [0.0]
-    ys = [p[1] for p in pos.values()] or [0.0]
     ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
     ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
     ax.set_aspect("auto")
