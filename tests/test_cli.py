@@ -89,7 +89,7 @@ def test_validate_scenario_ok(tmp_path):
     result = runner.invoke(app, ["validate-scenario", str(_scenario(tmp_path))])
     assert result.exit_code == 0, result.output
     assert "cli-test" in result.output and "cubic" in result.output and "reno" in result.output
-    assert "20 Mbps" in result.output and "BDP" in result.output
+    assert "20 Mbit/s" in result.output and "BDP" in result.output
 
 
 def test_version():
@@ -320,7 +320,7 @@ def test_cli_dry_run_runs_nothing(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
     assert "cli-test" in text and "estimate:" in text and "events" in text and "nothing was run" in text
-    assert "cubic" in text and "reno" in text and "20 Mbps" in text  # the resolved scenario
+    assert "cubic" in text and "reno" in text and "20 Mbit/s" in text  # the resolved scenario
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]  # nothing written
     result = CliRunner().invoke(app, ["run", str(p), "--dry-run", "--json"])
     doc = json.loads(result.stdout)

@@ -202,12 +202,26 @@ def test_binning_draws_means_with_min_max_bands(staggered):
     assert list(x[keep]) == [0.25 + 0.5 * k for k in range(12)]
     f0 = staggered.flows[(staggered.flows.flow_id == 0) & (staggered.flows.time_s > 1.0) & (staggered.flows.time_s <= 1.5)]
     assert y[keep][2] == pytest.approx(f0.goodput_bps.mean() / 1e6)  # the bin (1, 1.5]: the samples' mean
-    band = ax.collections[0]  # flow 0's band: min and max of the same samples
+    band = ax.collections[0]  # flow 0's band: min and max of the 125 ms goodputs in the bin (a quarter of it)
     verts = np.concatenate([p.vertices for p in band.get_paths()])
     in_bin = verts[np.isclose(verts[:, 0], 1.25)]
-    assert in_bin[:, 1].min() == pytest.approx(f0.goodput_bps.min() / 1e6)
-    assert in_bin[:, 1].max() == pytest.approx(f0.goodput_bps.max() / 1e6)
-    assert "band: min–max of the 10 ms samples" in " ".join(t.get_text() for t in ax.texts)
+    sub = f0.groupby(np.ceil(f0.time_s.to_numpy() / 0.125 - 1e-9)).goodput_bps.mean()
+    assert len(sub) == 4
+    assert in_bin[:, 1].min() == pytest.approx(sub.min() / 1e6)
+    assert in_bin[:, 1].max() == pytest.approx(sub.max() / 1e6)
+    assert sub.min() > f0.goodput_bps.min() or sub.max() < f0.goodput_bps.max()  # narrower than the samples'
+    assert "band: min–max of the 125 ms goodputs in it" in " ".join(t.get_text() for t in ax.texts)
+    # the RTT panel's band is still the samples' min–max
+    rtt_band = fig.axes[1].collections[0]
+    rv = np.concatenate([p.vertices for p in rtt_band.get_paths()])
+    r0 = f0.rtt_ms if f0.rtt_ms.notna().any() else f0.srtt_ms
+    assert rv[np.isclose(rv[:, 0], 1.25)][:, 1].max() == pytest.approx(r0.max())
+
+
+def test_goodput_band_sub_bins():
+    assert plot.goodput_band_s(0.2, 0.01) == pytest.approx(0.05)
+    assert plot.goodput_band_s(0.1, 0.01) == pytest.approx(0.05)  # a quarter would be under five samples
+    assert plot.goodput_band_s(0.05, 0.01) is None  # the samples themselves
 
 
 def test_paper_sizes_and_vector_pdf(staggered, tmp_path):

@@ -204,18 +204,24 @@ def _num(x: Any, digits: int = 1) -> str:
 
 
 def flows_table(summary: dict[str, Any]) -> Table:
-    """Per-flow metrics over the measure window."""
+    """Per-flow metrics over the measure window (finite flows add their completion time)."""
+    from rich import box
     from rich.table import Table
-    t = Table(title="flows (measure window)", title_justify="left")
-    for name, justify in [("flow", "right"), ("cca", "left"), ("base RTT ms", "right"), ("goodput Mbps", "right"),
-                          ("share %", "right"), ("retrans", "right"), ("RTT p50 ms", "right"),
-                          ("RTT p95 ms", "right")]:  # fmt: skip
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for f in summary.get("per_flow", []):
-        t.add_row(
-            str(f["flow_id"]), f["cca"], _num(f.get("rtt_ms"), 1), _mbps(f.get("goodput_bps")), _pct(f.get("share")),
-            _num(f.get("retrans_segs"), 0), _num(f.get("rtt_ms_p50")), _num(f.get("rtt_ms_p95")),
-        )  # fmt: skip
+    t = Table(title="flows (measure window)", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1, 0, 0))
+    flows = summary.get("per_flow", [])
+    finite = any(f.get("fct_s") is not None for f in flows)
+    columns = [("flow", "right"), ("cca", "left"), ("base\nRTT ms", "right"), ("goodput\nMbit/s", "right"),
+               ("share\n%", "right"), ("retrans\n% sent", "right"), ("RTT\np50 ms", "right"), ("RTT\np95 ms", "right")]
+    if finite:
+        columns += [("FCT\ns", "right"), ("slow-\ndown", "right")]
+    for name, justify in columns:
+        t.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for f in flows:
+        row = [str(f["flow_id"]), f["cca"], _num(f.get("rtt_ms"), 1), _mbps(f.get("goodput_bps")), _pct(f.get("share")),
+               _pct(f.get("retrans_rate"), 2), _num(f.get("rtt_ms_p50")), _num(f.get("rtt_ms_p95"))]  # fmt: skip
+        if finite:
+            row += [_num(f.get("fct_s"), 3), _num(f.get("slowdown"), 2)]
+        t.add_row(*row)
     return t
 
 
@@ -229,7 +235,7 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_column("metric")
     t.add_column("value", justify="right")
     drops = agg.get("drops") or {}
-    t.add_row("total goodput", f"{_mbps(agg.get('goodput_bps'))} Mbps")
+    t.add_row("total goodput", f"{_mbps(agg.get('goodput_bps'))} Mbit/s")
     bottleneck = f" of {safe(agg['bottleneck'])}" if agg.get("bottleneck") else ""
     t.add_row(f"utilization (goodput / capacity{bottleneck})", f"{_pct(agg.get('utilization'))} %")
     t.add_row("loss rate (all links)" if bottleneck else "bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
@@ -238,7 +244,9 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
         t.add_row("policer drops", _num(drops.get("policer"), 0))
     if agg.get("marks_ce"):
         t.add_row("CE marks", _num(agg.get("marks_ce"), 0))
-    t.add_row("Jain's index", _num(agg.get("jain"), 3))
+    t.add_row("Jain's index: window / per 1 s mean, min",
+              f"{_num(agg.get('jain'), 3)} / {_num(agg.get('jain_1s_mean'), 3)}, {_num(agg.get('jain_1s_min'), 3)}")
+    t.add_row("retransmitted (% of segments sent)", f"{_pct(agg.get('retrans_rate'), 2)} %")
     t.add_row("queueing delay p50 / p95", f"{_num(agg.get('queue_delay_ms_p50'))} / {_num(agg.get('queue_delay_ms_p95'))} ms")
     for alg, a in summary.get("per_algorithm", {}).items():
         n = a.get("flows")
@@ -355,9 +363,15 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, a
 
 
 def _fmt_ns(ns: Any, unit: str = "ms") -> str:
+    """A duration in ms or s; the other unit where it reads better (a start offset of
+    12 385 123 ns is "12.4 ms", not "0.0123851 s"), at most four significant digits."""
     if ns is None:
         return "–"
-    return f"{ns / 1e6:g} ms" if unit == "ms" else f"{ns / 1e9:g} s"
+    if unit == "s" and 0 < ns < 1_000_000_000:
+        unit = "ms"
+    elif unit == "ms" and ns >= 10_000_000_000:
+        unit = "s"
+    return f"{ns / 1e6:.4g} ms" if unit == "ms" else f"{ns / 1e9:.4g} s"
 
 
 def _qdisc_text(link: dict[str, Any]) -> str:
@@ -385,7 +399,7 @@ def _qdisc_text(link: dict[str, Any]) -> str:
 def _fmt_rate(bps: Any) -> str:
     if bps is None:
         return "–"
-    for div, unit in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
         if bps >= div:
             return f"{bps / div:g} {unit}"
     return f"{bps:g} bps"

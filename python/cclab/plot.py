@@ -19,8 +19,12 @@ of ``bin_s`` seconds (default :func:`auto_bin_s`: the smallest of 0.1 s, 0.2 s,
 and never finer than the samples — 0.1 s up to a 30 s run, 0.2 s up to 60 s):
 the line is the
 bin's mean of the samples (for goodput: the goodput over the bin), the band
-spans the minimum and maximum sample in the bin. The resolution is written
-in the goodput panel's label ("100 ms bins, band: min–max of 10 ms samples").
+spans the minimum and maximum sample in the bin — for goodput, the minimum
+and maximum goodput over a quarter of the bin (at least five samples,
+:func:`goodput_band_s`): a single 10 ms sample of in-order delivery is not a
+rate (it holds what the receiver released when a hole was filled). The
+resolution is written in the goodput panel ("line: mean over 200 ms bins;
+band: min–max of the 50 ms goodputs in it").
 
 **Only while a flow runs.** A flow's samples before it starts and after it
 finishes (the record's ``active`` column) are not drawn — no STARTUP before
@@ -180,23 +184,40 @@ def auto_bin_s(duration_s: float, sample_s: float) -> float:
     return _BIN_LADDER[-1]
 
 
-def bin_series(time_s: np.ndarray, values: np.ndarray, bin_s: float, keys: np.ndarray | None = None
-               ) -> pd.DataFrame:  # fmt: skip
+def bin_series(time_s: np.ndarray, values: np.ndarray, bin_s: float, keys: np.ndarray | None = None,
+               sub_s: float | None = None) -> pd.DataFrame:  # fmt: skip
     """Mean, min and max of ``values`` per bin of ``bin_s`` (and per key): columns ``key``, ``t``
     (the bin's centre), ``mean``, ``min``, ``max``, ``n``. A sample at time t stands for the
     interval before it, so it belongs to the bin (k·bin_s, (k+1)·bin_s] that holds t. NaN samples
-    (inactive, or no data) are left out; a bin without any is absent."""
+    (inactive, or no data) are left out; a bin without any is absent. With ``sub_s`` (a divisor
+    of ``bin_s``), min and max are those of the sub-bins' means instead of the single samples'."""
     t = np.asarray(time_s, dtype=float)
     v = np.asarray(values, dtype=float)
     keep = np.isfinite(v)
+    key = (np.zeros(t.size, np.int64) if keys is None else np.asarray(keys))[keep]
     b = np.ceil(t[keep] / bin_s - 1e-9).astype(np.int64) - 1
-    df = pd.DataFrame({"key": (np.zeros(t.size, np.int64) if keys is None else np.asarray(keys))[keep], "b": b,
-                       "v": v[keep]})  # fmt: skip
+    df = pd.DataFrame({"key": key, "b": b, "v": v[keep]})
     if df.empty:
         return pd.DataFrame({"key": [], "t": [], "mean": [], "min": [], "max": [], "n": []})
     g = df.groupby(["key", "b"], sort=True)["v"].agg(["mean", "min", "max", "count"]).reset_index()
+    if sub_s is not None and sub_s < bin_s:
+        df["s"] = np.ceil(t[keep] / sub_s - 1e-9).astype(np.int64) - 1
+        sub = df.groupby(["key", "b", "s"], sort=True)["v"].mean().groupby(level=["key", "b"]).agg(["min", "max"])
+        g = g.drop(columns=["min", "max"]).merge(sub.reset_index(), on=["key", "b"])
     g["t"] = (g["b"] + 0.5) * bin_s
     return g.rename(columns={"count": "n"})[["key", "t", "mean", "min", "max", "n"]]
+
+
+def goodput_band_s(bin_s: float, sample_s: float) -> float | None:
+    """The sub-bin the goodput band is drawn from: a quarter of the bin, at least five samples
+    (None: the bin itself is that short). A single 10 ms sample of in-order delivery is not a
+    rate — it holds whatever a receiver released after a hole was filled, often several times
+    the link's rate — so its min–max would only show those releases."""
+    sub = max(bin_s / 4, 5 * sample_s)
+    for div in (4, 2):
+        if bin_s / div >= sub - 1e-12:
+            return bin_s / div
+    return None
 
 
 def _draw_binned(ax, binned: pd.DataFrame, bin_s: float, style: Mapping[str, Any], band: bool = True,
@@ -232,14 +253,15 @@ def _active_values(flows: pd.DataFrame, column: str) -> np.ndarray:
 
 
 def _per_flow_or_algorithm(flows: pd.DataFrame, column: str, per_flow: bool, how: str, bin_s: float,
-                           styles: Mapping[int, Mapping[str, Any]]) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:
+                           styles: Mapping[int, Mapping[str, Any]], sub_s: float | None = None
+                           ) -> Iterator[tuple[dict[str, Any], pd.DataFrame]]:  # fmt: skip
     """(style, binned frame) per flow, or per algorithm (``how``: the algorithm's ``sum`` or ``mean``
     over its running flows at each sample, then binned)."""
     if flows.empty or column not in flows:
         return
     values = _active_values(flows, column)
     if per_flow:
-        b = bin_series(flows["time_s"].to_numpy(), values, bin_s, flows["flow_id"].to_numpy(dtype=np.int64))
+        b = bin_series(flows["time_s"].to_numpy(), values, bin_s, flows["flow_id"].to_numpy(dtype=np.int64), sub_s)
         for fid, d in b.groupby("key", sort=True):
             yield dict(styles[int(fid)]), d
         return
@@ -252,7 +274,7 @@ def _per_flow_or_algorithm(flows: pd.DataFrame, column: str, per_flow: bool, how
     for cca, d in agg.groupby("cca", sort=False):
         style = {"color": color_for(str(cca)), "linestyle": "-", "cca": str(cca),
                  "label": f"{word} of {counts.get(str(cca), 0)} flows"}  # fmt: skip
-        yield style, bin_series(d["time_s"].to_numpy(), d["v"].to_numpy(), bin_s)
+        yield style, bin_series(d["time_s"].to_numpy(), d["v"].to_numpy(), bin_s, sub_s=sub_s)
 
 
 def _state_spans(times: np.ndarray, states: pd.Series, dt: float) -> list[tuple[str, float, float]]:
@@ -334,7 +356,8 @@ def figure_timeseries(
         legend_entries.append(("link", cl, "capacity"))
         cap_top = float(cap["mean"].max()) / 1e6
     line_top = 0.0
-    for style, b in _per_flow_or_algorithm(flows, "goodput_bps", per_flow, "sum", bin_s, styles):
+    gp_sub_s = goodput_band_s(bin_s, flows_s)
+    for style, b in _per_flow_or_algorithm(flows, "goodput_bps", per_flow, "sum", bin_s, styles, gp_sub_s):
         line = _draw_binned(ax_gp, b, bin_s, style, bands, scale=1e-6)
         if line is not None:
             legend_entries.append((style["cca"], line, style["label"]))
@@ -346,7 +369,7 @@ def figure_timeseries(
         ax_gp.set_ylim(0, top)
         ax_gp.text(0.005, 0.86, "band cut at the axis top", transform=ax_gp.transAxes, fontsize="x-small",
                    va="top", color="0.3")  # fmt: skip
-    samples = f"{flows_s * 1e3:g} ms samples"
+    samples = f"{gp_sub_s * 1e3:g} ms goodputs in it" if gp_sub_s else f"{flows_s * 1e3:g} ms samples"
     ax_gp.set_ylabel(f"goodput (Mbit/s)\n{bin_s * 1e3:g} ms bins" if bin_s < 1 else f"goodput (Mbit/s)\n{bin_s:g} s bins")
     ax_gp.set_ylim(bottom=0)
     band_note = f"line: mean over {bin_s * 1e3:g} ms bins" if bin_s < 1 else f"line: mean over {bin_s:g} s bins"
