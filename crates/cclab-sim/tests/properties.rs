@@ -24,8 +24,8 @@ fn scenario(rate_mbps: u64, rtts: Vec<u64>, ccas: Vec<usize>, buf_pkts: u64, los
     let mut sc = dumbbell(rate_mbps * 1_000_000, flows, 1.0, 1);
     sc.duration_ns = dur_ms * MS;
     sc.measure.to_ns = sc.duration_ns;
-    sc.link.buffer = Buffer { bytes: None, packets: Some(buf_pkts) };
-    sc.link.loss = Loss::Bernoulli { p: loss };
+    sc.links[0].buffer = Buffer { bytes: None, packets: Some(buf_pkts) };
+    sc.links[0].loss = Loss::Bernoulli { p: loss };
     sc.seed = seed;
     sc
 }

@@ -71,7 +71,20 @@ class SimBackend:
     name = "sim"
 
     def run(self, ir: dict[str, Any]) -> dict[str, Any]:
+        check(ir)
         return _native().simulate(json.dumps(ir))
 
     def stream(self, ir: dict[str, Any], chunk_rows: int = CHUNK_ROWS) -> SimStream:
+        check(ir)
         return SimStream(ir, chunk_rows)
+
+
+def check(ir: dict[str, Any]) -> None:
+    """Refuse, in one line, what the simulator does not model yet (before it runs)."""
+    from cclab.errors import ScenarioError
+
+    for f in ir.get("flows", []):
+        if not f.get("sack", True):
+            raise ScenarioError(f"flows[{int(f.get('group', 0))}].sack", False, "the simulator does not model a "
+                                "connection without SACK yet (its sender recovers with SACK and RACK-TLP)",
+                                "leave sack out, or use --backend kernel (net.ipv4.tcp_sack = 0)")  # fmt: skip

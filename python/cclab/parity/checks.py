@@ -138,10 +138,10 @@ def _startup_exit_rtts(run: Run, of: str | None, cache: dict[str, Any]) -> dict[
 
 def _rate_step(run: Run) -> tuple[float, float, float]:
     """(time s, rate before, rate after) of the scenario's first scheduled rate change."""
-    step = next((ch for ch in run.ir["link"].get("schedule") or [] if ch.get("rate_bps") is not None), None)
+    step = next((ch for ch in run.ir["links"][0].get("schedule") or [] if ch.get("rate_bps") is not None), None)
     if step is None:
         raise ValueError("the rate-step metrics need a scenario with a scheduled rate change")
-    return step["at_ns"] / 1e9, float(run.ir["link"]["capacity"]["rate_bps"]), float(step["rate_bps"])
+    return step["at_ns"] / 1e9, float(run.ir["links"][0]["capacity"]["rate_bps"]), float(step["rate_bps"])
 
 
 def _time_to_90(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
