@@ -321,6 +321,55 @@ def _cpu_times() -> tuple[int, int]:
     return sum(parts), idle
 
 
+def _sched_ns(pid: int) -> tuple[int, int]:
+    """(on CPU, waiting on a run queue) in ns, summed over the threads of ``pid`` (/proc/PID/task/*/schedstat;
+    (0, 0) once it is gone)."""
+    run = wait = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                parts = fh.read().split()
+            run += int(parts[0])
+            wait += int(parts[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return run, wait
+
+
+def _softirq_pids() -> list[int]:
+    """The ksoftirqd threads: where network receive work goes when it is deferred from interrupts and syscalls."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as fh:
+                    if fh.read().startswith("ksoftirqd/"):
+                        out.append(int(entry))
+            except OSError:
+                continue
+    return out
+
+
+def _sched_snapshot(procs: Mapping[str, int]) -> dict[str, Any]:
+    """Scheduler counters of the traffic endpoints and the softirq threads, at one moment."""
+    return {"t_ns": time.monotonic_ns(), "procs": {name: _sched_ns(pid) for name, pid in procs.items()},
+            "softirq": {pid: _sched_ns(pid) for pid in _softirq_pids()}}  # fmt: skip
+
+
+def _endpoint_wait(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
+    """Fraction of the run each endpoint process (and the busiest ksoftirqd thread) spent runnable but
+    waiting for a CPU — the endpoints' own CPU starvation, which the emulator's lateness does not show."""
+    wall = max(1, b["t_ns"] - a["t_ns"])
+    out = {name: (b["procs"][name][1] - a["procs"][name][1]) / wall for name in a["procs"] if name in b["procs"]}
+    soft = [(b["softirq"][pid][1] - a["softirq"][pid][1]) / wall for pid in a["softirq"] if pid in b["softirq"]]
+    out["ksoftirqd"] = max(soft, default=0.0)
+    return {k: round(max(0.0, v), 4) for k, v in out.items()}
+
+
 def _read_csv(path: Path) -> dict[str, np.ndarray]:
     with open(path) as fh:
         header = fh.readline().strip().split(",")
@@ -428,6 +477,10 @@ class EmulatedPath:
 
     def stop(self) -> None:
         _stop(list(reversed(self.procs)))
+
+    def named_procs(self) -> dict[str, subprocess.Popen]:
+        """The traffic endpoints started with :meth:`spawn`, by name (``send``, ``recv``)."""
+        return {self.names[p.pid]: p for p in self.procs if p.pid in self.names}
 
 
 @contextmanager
@@ -547,18 +600,22 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
                 )
             sampler.start()
             cpu0 = _cpu_times()
+            endpoints = {name: p.pid for name, p in path.named_procs().items()}
+            sched0 = _sched_snapshot(endpoints)
             end = t0 + n_samples * interval + 20_000_000
             while time.monotonic_ns() < end:
                 path.check_alive()
                 time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
             cpu1 = _cpu_times()
+            endpoint_wait = _endpoint_wait(sched0, _sched_snapshot(endpoints))
             sampler.join(timeout=5)
             dev_stats = ns.device_stats()
             sysctls = ns.sysctls()
             path.stop()
             if sampler.error is not None:
                 raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
-            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command)  # type: ignore[attr-defined]
+            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command,  # type: ignore[attr-defined]
+                             endpoint_wait)
         finally:
             if sampler is not None:
                 for one in getattr(sampler, "samplers", [sampler]):
@@ -624,7 +681,7 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
 
 def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
               cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any],
-              command: list[str]) -> dict[str, Any]:  # fmt: skip
+              command: list[str], endpoint_wait: Mapping[str, float] | None = None) -> dict[str, Any]:  # fmt: skip
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     flows_ir = list(ir["flows"])
@@ -711,7 +768,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         # constant-rate links only: on a trace, opportunities a short queue cannot
         # fill are lost by definition (docs/ir.md)
         cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["links"][0]["capacity"]["kind"] == "constant" else None
-    reasons = _self_check(emu, dev_stats, cap_stats)
+    reasons = _self_check(emu, dev_stats, cap_stats, endpoint_wait)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])
     cpu_frac = busy / max(1, cpu1[0] - cpu0[0])
@@ -731,6 +788,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "offloads": "TUN without IFF_VNET_HDR: no TSO/GSO/GRO reaches the emulator; every packet is at most the MTU",
             "tun": dev_stats,
             "cpu_busy_fraction": cpu_frac,
+            "endpoint_wait": dict(endpoint_wait or {}),
             "traffic": "cclab-link send/recv (TCP_CONGESTION per socket; goodput = bytes read by the receiving application)",
             "sampler": {
                 "method": "INET_DIAG sock_diag netlink (tcp_info + BBR info)",
@@ -846,7 +904,8 @@ def _topology_link_raw(ir: Mapping[str, Any], t: dict[str, np.ndarray], times: n
     return out, ({"per_link": stats} if stats else None)
 
 
-def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mapping[str, Any] | None) -> list[str]:
+def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mapping[str, Any] | None,
+                endpoint_wait: Mapping[str, float] | None = None) -> list[str]:  # fmt: skip
     reasons = []
     p99 = int(emu["lateness_ns"]["p99"])
     if p99 > LATENESS_P99_LIMIT_NS:

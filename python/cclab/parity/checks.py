@@ -169,7 +169,7 @@ METRICS: dict[str, MetricDef] = {
                          "payload delivered to the receiving application over the measure window"),
     "share": MetricDef("share", "%", "share", _share, "fraction of the total goodput (per algorithm or per flow)"),
     "queue_delay_p50": MetricDef("queue delay p50", "ms", "queue_delay_p50", _queue_p(50),
-                                 "median over the window's 10 ms intervals of the mean bottleneck queueing delay"),
+                                 "median bottleneck queueing delay (sojourn) of the packets that left the queue in the window, per packet"),
     "queue_delay_p95": MetricDef("queue delay p95", "ms", None, _queue_p(95), "95th percentile of the same"),
     "retrans_rate": MetricDef("retrans rate", "%", "retrans_rate", _retrans,
                               "retransmitted segments / segments sent (wire bytes / 1500) over the window"),
