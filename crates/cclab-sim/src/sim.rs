@@ -153,9 +153,6 @@ fn validate(sc: &Scenario) -> Result<(), String> {
         if f.ack_every == 0 {
             return Err(format!("flows[{}].ack_every must be at least 1", f.id));
         }
-        if !f.sack {
-            return Err(format!("flows[{}]: sack = false is not supported by this engine yet", f.id));
-        }
         let (path, ack_path) = topology(sc, f)?;
         let delay = |p: &[u32]| p.iter().map(|&k| sc.links[k as usize].delay_ns).sum::<u64>();
         let (fwd, back) = (delay(&path), delay(&ack_path));
@@ -247,7 +244,7 @@ impl Sim {
                 (true, true) => EcnMode::Dctcp,
             });
             let handshake = Handshake { rtt: Some(rtt), wnd_end: receiver.initial_wnd_end() };
-            let sender = Sender::new(
+let mut sender = Sender::new(
                 Time::ZERO,
                 cc,
                 sc.mss,
@@ -258,8 +255,8 @@ impl Sim {
                 f.rwnd_bytes,
                 handshake,
             );
-            let mut sender = sender;
             sender.set_ecn(f.ecn);
+            sender.set_sack(f.sack);
             flows.push(FlowState {
                 cfg: f.clone(),
                 sender,
