@@ -726,9 +726,10 @@ impl Sender {
             }
         }
         if !self.sack_ok {
-            // Linux tcp_ack: an ACK that neither advances snd_una nor opens the
-            // window (FLAG_NOT_DUP clear) is a duplicate.
-            let dup = acked == 0 && self.conn.packets_out > 0 && ack.wnd_end <= prior_wnd_end;
+            // Linux tcp_ack: an ACK of snd_una (an older one is ignored) that
+            // neither advances it nor opens the window (FLAG_NOT_DUP clear) is
+            // a duplicate.
+            let dup = ack.cum == self.snd_una && acked == 0 && self.conn.packets_out > 0 && ack.wnd_end <= prior_wnd_end;
             self.reno_on_ack(acked, dup, retrans_acked, &mut w);
         }
         // tcp_count_delivered: packets this ACK delivered count as CE-echoed
