@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from helpers import FIXTURES, synthetic_ir, synthetic_raw
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_under_pytest(tmp_path_factory):
+    """``cclab.run()`` without ``out`` keeps its record in a new temporary directory (by design,
+    the user may look at it); in the tests that directory — and any other temporary file, also of
+    the CLI in a subprocess — is under pytest's base directory, which pytest prunes, not /tmp."""
+    base = str(tmp_path_factory.mktemp("tmp"))
+    saved = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir, os.environ["TMPDIR"] = base, base
+    yield
+    tempfile.tempdir = saved[0]
+    if saved[1] is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved[1]
 
 
 @pytest.fixture

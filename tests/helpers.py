@@ -38,17 +38,19 @@ def synthetic_ir(n_samples: int = 6, ccas: tuple[str, ...] = ("cubic", "reno")) 
         "measure": {"from_ns": 2 * SEC, "to_ns": n_samples * SEC},
         "mss": 1448,
         "header_bytes": 52,
-        "link": {
+        "links": [{
+            "name": "link", "from": "left", "to": "right",
             "capacity": {"kind": "constant", "rate_bps": 4_000_000},
             "delay_ns": 0,
             "buffer": {"bytes": 15000, "packets": None},
             "loss": {"kind": "bernoulli", "p": 0.0},
             "schedule": [],
             "qdisc": {"kind": "droptail"},
-        },
+        }],
         "flows": [
             {"id": i, "group": i, "cca": c, "cca_params": {}, "rtt_ns": 20_000_000 * (i + 1),
-             "start_ns": 0, "stop_ns": None, "bytes": None, "rwnd_bytes": None, "ecn": False}
+             "start_ns": 0, "stop_ns": None, "bytes": None, "rwnd_bytes": None, "ecn": False,
+             "path": ["link"], "ack_path": [], "ack_every": 2, "sack": True}
             for i, c in enumerate(ccas)
         ],
         "host": host_ir(4_000_000, 20_000_000 * len(ccas), 15000),

@@ -107,14 +107,14 @@ def test_bench_cases_resolve():
     have = set(_native.algorithms())
     assert {"cubic-100M-25ms", "reno2-cubic2-100M", "cubic-1G-100ms", "cubic100-1G", "cubic100-1G-fq_codel"} <= set(bench.CASES)
     fq = bench.build_ir(bench.CASES["cubic100-1G-fq_codel"], quick=True)
-    assert fq["link"]["qdisc"]["kind"] == "fq_codel" and len(fq["flows"]) == 100
-    assert bench.build_ir(bench.CASES["cubic100-1G"], quick=True)["link"]["qdisc"] == {"kind": "droptail"}
+    assert fq["links"][0]["qdisc"]["kind"] == "fq_codel" and len(fq["flows"]) == 100
+    assert bench.build_ir(bench.CASES["cubic100-1G"], quick=True)["links"][0]["qdisc"] == {"kind": "droptail"}
     for case in bench.CASES.values():
         if case.algorithms <= have:
             ir = bench.build_ir(case, quick=True)
             assert ir["duration_ns"] == 5_000_000_000
     ir = bench.build_ir(bench.CASES["cubic-100M-25ms"])
-    assert ir["duration_ns"] == 60_000_000_000 and ir["link"]["buffer"]["bytes"] == 312_500  # 1 BDP
+    assert ir["duration_ns"] == 60_000_000_000 and ir["links"][0]["buffer"]["bytes"] == 312_500  # 1 BDP
 
 
 def test_bench_has_the_scale_cases():
@@ -122,7 +122,7 @@ def test_bench_has_the_scale_cases():
 
     for name, flows, rate in (("cubic100-10G", 100, 10**10), ("cubic1000-1G", 1000, 10**9), ("cubic10k-10G", 10_000, 10**10)):
         ir = bench.build_ir(bench.CASES[name])
-        assert len(ir["flows"]) == flows and ir["link"]["capacity"]["rate_bps"] == rate
+        assert len(ir["flows"]) == flows and ir["links"][0]["capacity"]["rate_bps"] == rate
         assert ir["duration_ns"] == 60_000_000_000
         assert max(f["start_ns"] for f in ir["flows"]) < 1_100_000_000  # every flow has started by ~1 s
 

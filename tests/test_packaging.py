@@ -33,7 +33,7 @@ def test_the_kernel_backend_starts_the_emulator_built_into_the_extension(monkeyp
     assert out.returncode == 0 and out.stdout.strip() == f"cclab-link {_native.ENGINE_VERSION}", out
     bad = subprocess.run([*cmd, "nonsense"], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines() == ["cclab-link nonsense: usage: cclab-link emulate|send|recv|version [--key value …]"]
+    assert bad.stderr.strip().splitlines() == ["cclab-link nonsense: usage: cclab-link emulate|emulate-topo|send|recv|version [--key value …]"]
 
 
 def test_cclab_link_overrides_the_built_in_emulator(monkeypatch, tmp_path):

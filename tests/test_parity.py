@@ -300,7 +300,7 @@ class StandInKernel:
         self.calls[name] = self.calls.get(name, 0) + 1
         ir2 = copy.deepcopy(ir)
         if name == "fail":
-            ir2["link"]["capacity"]["rate_bps"] //= 2
+            ir2["links"][0]["capacity"]["rate_bps"] //= 2
         raw = SimBackend().run(ir2)
         invalid = name == "invalid" or (name == "flaky" and self.calls[name] == 1)
         raw["meta"] = {"valid": not invalid, "invalid_reasons": ["machine CPU-saturated during the run (99 % busy)"] if invalid else []}

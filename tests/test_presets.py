@@ -4,6 +4,7 @@ variant runs end to end through `cclab reproduce` (sweep, figures, report)."""
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -33,6 +34,16 @@ FULL_POINTS = {
     "rtt-unfairness": 6 * 3,
     "joining-flows": 5 * 3,
     "aqm-bbr-vs-cubic": 5 * 3 * 3,
+    # topologies (docs/topologies.md)
+    "ns3-line": 3,
+    "ns3-modified-line": 4,
+    "ns3-dumbbell-2x2": 4,
+    "ns3-vertical-2x2": 4,
+    "ns3-dumbbell-3x3": 4,
+    "ns3-line-new-flow": 5 * 3,
+    "ns3-line-two-new-flows": 3,
+    "parking-lot": 3 * 3,
+    "bbr-rtprop-step": 2,
 }
 
 
@@ -221,3 +232,19 @@ def test_every_preset_has_published_values_to_print(name):
         covered.append(all(any(published._same(v, k_v) for k_v in axes[k]) if k in axes
                            else published._same(published._base_value(sw.base, k), v) for k, v in e.point.items()))
     assert not covered or any(covered), name
+
+
+def test_minrtt_follow_counts_from_the_delay_change_to_min_rtt_near_the_new_base_rtt():
+    """bbr-rtprop-step's metric: seconds from the first delay change until flow 0's min_rtt is
+    within 10 % of the flow's rtt with the link's old delay replaced by the new one."""
+    from types import SimpleNamespace
+
+    ir = {"links": [{"delay_ns": 20_000_000, "schedule": [{"at_ns": 12_000_000_000, "delay_ns": 100_000_000}]}],
+          "flows": [{"rtt_ns": 40_000_000}]}
+    t = [10.0, 12.0, 15.0, 20.0, 20.3, 25.0]
+    flows = pd.DataFrame({"time_s": t * 2, "flow_id": [0] * 6 + [1] * 6,
+                          "bw_min_rtt_ms": [40, 40, 40, 40, 125, 120] + [130] * 6})
+    run = SimpleNamespace(ir=ir, flows=flows)
+    assert published.run_metric(run, "minrtt.follow_s") == pytest.approx(8.3)  # flow 1 is ignored
+    ir["links"][0]["schedule"] = [{"at_ns": 12_000_000_000, "rate_bps": 1e6}]
+    assert math.isnan(published.run_metric(run, "minrtt.follow_s"))

@@ -40,9 +40,9 @@ def test_aqm_drops_and_ce_marks_are_separate_columns_and_in_the_summary(tmp_path
     assert 0 < agg["mark_rate"] < 1
     assert set(agg["drops"]) == {"overflow", "random", "aqm", "policer"}
     assert agg["drops"]["policer"] == 0 and run.link.drops_policer.sum() == 0
-    assert "policer" not in run.ir["link"]
+    assert "policer" not in run.ir["links"][0]
     # the IR says what ran
-    assert run.ir["link"]["qdisc"]["kind"] == "fq_codel" and run.ir["link"]["qdisc"]["ecn"] is True
+    assert run.ir["links"][0]["qdisc"]["kind"] == "fq_codel" and run.ir["links"][0]["qdisc"]["ecn"] is True
     assert [f["ecn"] for f in run.ir["flows"]] == [True, True, False]
 
 
@@ -56,7 +56,7 @@ def test_a_policer_caps_the_rate_and_its_drops_are_their_own_column(tmp_path):
         "flows": [{"cca": "bbr", "rtt": "40ms"}],
     })  # fmt: skip
     run = cclab.load(cclab.run_to_dir(sc, tmp_path / "p"))
-    assert run.ir["link"]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
+    assert run.ir["links"][0]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
     agg = run.summary["aggregate"]
     link = run.link
     egress_bits = float((link.throughput_bps * link.time_s.diff().fillna(link.time_s)).sum())
@@ -119,7 +119,7 @@ def test_a_scenario_file_with_the_old_aqm_field_still_runs(tmp_path):
     sc = load_scenario(path)
     assert sc.link.qdisc == "droptail"
     run = cclab.load(cclab.run_to_dir(sc, tmp_path / "o"))
-    assert run.ir["link"]["qdisc"] == {"kind": "droptail"}
+    assert run.ir["links"][0]["qdisc"] == {"kind": "droptail"}
 
 
 def _dctcp(qdisc, ecn=True, duration="3s"):
@@ -135,9 +135,9 @@ def test_step_marking_resolves_k_in_packets_or_bytes_and_needs_it():
     from cclab.resolve import resolve
 
     ir = resolve(_dctcp({"name": "step", "k": "20pkts"}))
-    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": None, "k_packets": 20, "ecn": True}
+    assert ir["links"][0]["qdisc"] == {"kind": "step", "k_bytes": None, "k_packets": 20, "ecn": True}
     ir = resolve(_dctcp({"name": "step", "k": "30KB", "ecn": False}))
-    assert ir["link"]["qdisc"] == {"kind": "step", "k_bytes": 30000, "k_packets": None, "ecn": False}
+    assert ir["links"][0]["qdisc"] == {"kind": "step", "k_bytes": 30000, "k_packets": None, "ecn": False}
     with pytest.raises(ScenarioError, match=r"link.qdisc.k: .*needs its threshold k"):
         resolve(_dctcp("step"))
     with pytest.raises(ScenarioError, match=r"k"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import tomllib
@@ -95,12 +96,12 @@ def test_ir_keys_match_the_documented_example() -> None:
 def test_trace_and_gilbert_elliott_keys_match_the_rust_definition() -> None:
     link = {"trace": "Verizon-LTE-short.down", "loss": {"model": "gilbert-elliott", "p": 0.01, "r": 0.5}}
     ir = resolve(scenario_from_dict({**small(), "link": link}))
-    assert set(ir["link"]["capacity"]) - {"kind"} == rust_fields("Trace")
-    assert set(ir["link"]["loss"]) - {"kind"} == rust_fields("GilbertElliott")
-    assert ir["link"]["capacity"]["kind"] == "trace" and ir["link"]["loss"]["kind"] == "gilbert_elliott"
+    assert set(ir["links"][0]["capacity"]) - {"kind"} == rust_fields("Trace")
+    assert set(ir["links"][0]["loss"]) - {"kind"} == rust_fields("GilbertElliott")
+    assert ir["links"][0]["capacity"]["kind"] == "trace" and ir["links"][0]["loss"]["kind"] == "gilbert_elliott"
     assert set(ir["flows"][0]) == rust_fields("Flow")  # start_offset_ns too (left out when 0)
     assert set(ir) == rust_fields("Scenario") - {"record"}  # record: only when not every flow at every sample
-    assert set(ir["link"]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
+    assert set(ir["links"][0]) | {"policer"} == rust_fields("Link")  # policer: optional (docs/ir.md)
 
 
 def test_integers_are_integers() -> None:
@@ -125,18 +126,22 @@ def test_integers_are_integers() -> None:
 def test_constant_link_values() -> None:
     ir = resolve(scenario_from_dict(small(seed=7, sample_interval="100ms", measure={"from": "10s"},
                                           link={"delay": "5ms", "loss": "0.5%"})))
-    assert ir["ir_version"] == 3
+    assert ir["ir_version"] == 4
     assert ir["duration_ns"] == 30 * S
     assert ir["seed"] == 7
     assert ir["sample_interval_ns"] == 100 * MS
     assert ir["measure"] == {"from_ns": 10 * S, "to_ns": 30 * S}  # to defaults to the duration
     assert ir["mss"] == 1448 and ir["header_bytes"] == 52
-    assert ir["link"]["capacity"] == {"kind": "constant", "rate_bps": 50_000_000}
-    assert ir["link"]["delay_ns"] == 5 * MS
-    assert ir["link"]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
-    assert ir["link"]["schedule"] == [] and ir["link"]["qdisc"] == {"kind": "droptail"}
-    assert "policer" not in ir["link"], "absent without a policer: the IR and its hash stay as they were"
+    assert ir["links"][0]["capacity"] == {"kind": "constant", "rate_bps": 50_000_000}
+    assert ir["links"][0]["delay_ns"] == 5 * MS
+    assert ir["links"][0]["loss"] == {"kind": "bernoulli", "p": pytest.approx(0.005)}
+    assert ir["links"][0]["schedule"] == [] and ir["links"][0]["qdisc"] == {"kind": "droptail"}
+    assert "policer" not in ir["links"][0], "absent without a policer: the IR and its hash stay as they were"
     assert ir["flows"][0]["ecn"] is False
+    # the one-link form: the link "link" from "left" to "right", every flow on it, ACKs uncongested, Linux's receiver
+    assert {k: ir["links"][0][k] for k in ("name", "from", "to")} == {"name": "link", "from": "left", "to": "right"}
+    assert {k: ir["flows"][0][k] for k in ("path", "ack_path", "ack_every", "sack")} == {
+        "path": ["link"], "ack_path": [], "ack_every": 2, "sack": True}
     # host: Linux's initial buffers; max(64 MiB, 4 × 50 Mbit/s × RTT + buffer) is the floor here
     assert ir["host"] == {"tcp_rmem": [4096, 131072, 64 << 20], "tcp_wmem": [4096, 16384, 64 << 20],
                           "rcv_truesize": 2304}
@@ -157,11 +162,11 @@ def test_bdp_buffer_is_rate_times_min_rtt_rounded_up() -> None:
     # 1.75 × 80 Mbit/s × 25 ms / 8 = 1.75 × 80e6 × 0.025 / 8 = 437 500 bytes (docs/ir.md's example)
     ir = resolve(scenario_from_dict(small(link={"rate": "80Mbps", "buffer": "1.75bdp"},
                                           flows=[{"cca": "cubic", "rtt": "25ms"}, {"cca": "reno", "rtt": "60ms"}])))
-    assert ir["link"]["buffer"] == {"bytes": 437_500, "packets": None}
+    assert ir["links"][0]["buffer"] == {"bytes": 437_500, "packets": None}
     # 1.1 × 3 Mbit/s × 7 ms / 8 = 2887.5 bytes → rounded up to 2888 (never below the asked-for size)
     ir = resolve(scenario_from_dict(small(link={"rate": "3Mbps", "buffer": "1.1bdp"},
                                           flows=[{"cca": "cubic", "rtt": "7ms"}])))
-    assert ir["link"]["buffer"]["bytes"] == 2888
+    assert ir["links"][0]["buffer"]["bytes"] == 2888
     assert buffer_bytes_for_bdp("1.1", 3_000_000, 7 * MS) == 2888
 
 
@@ -169,14 +174,14 @@ def test_bdp_of_a_schedule_uses_the_initial_rate() -> None:
     # 1 × 10 Mbit/s × 50 ms / 8 = 62 500 bytes, whatever the later rate
     ir = resolve(scenario_from_dict(small(link={"rate": "10Mbps", "schedule": [{"at": "5s", "rate": "100Mbps"}]},
                                           flows=[{"cca": "cubic", "rtt": "50ms"}])))
-    assert ir["link"]["buffer"]["bytes"] == 62_500
+    assert ir["links"][0]["buffer"]["bytes"] == 62_500
 
 
 @pytest.mark.parametrize(("buffer", "expected"), [("64pkts", {"bytes": None, "packets": 64}),
                                                   ("100KB", {"bytes": 100_000, "packets": None}),
                                                   ("64KiB", {"bytes": 65_536, "packets": None})])
 def test_fixed_buffers(buffer: str, expected: dict[str, Any]) -> None:
-    assert resolve(scenario_from_dict(small(link={"buffer": buffer})))["link"]["buffer"] == expected
+    assert resolve(scenario_from_dict(small(link={"buffer": buffer})))["links"][0]["buffer"] == expected
 
 
 def test_groups_expand_with_sequential_ids_and_stagger() -> None:
@@ -215,8 +220,8 @@ def test_schedule_and_loss_models_in_the_ir() -> None:
         "schedule": [{"at": "10s", "rate": "20Mbps"}, {"at": "15s", "delay": "10ms", "loss": 0.01},
                      {"at": "20s", "loss": {"model": "bernoulli", "p": 0.02}}],
     })))
-    assert ir["link"]["loss"] == {"kind": "gilbert_elliott", "p": 0.01, "r": 0.25, "h": 0.1, "k": 1.0}
-    assert ir["link"]["schedule"] == [
+    assert ir["links"][0]["loss"] == {"kind": "gilbert_elliott", "p": 0.01, "r": 0.25, "h": 0.1, "k": 1.0}
+    assert ir["links"][0]["schedule"] == [
         {"at_ns": 10 * S, "rate_bps": 20_000_000, "delay_ns": None, "loss": None},
         {"at_ns": 15 * S, "rate_bps": None, "delay_ns": 10 * MS, "loss": {"kind": "bernoulli", "p": 0.01}},
         {"at_ns": 20 * S, "rate_bps": None, "delay_ns": None, "loss": {"kind": "bernoulli", "p": 0.02}},
@@ -239,8 +244,8 @@ def test_verizon_trace_mean_rate_and_bdp() -> None:
     link = {"trace": "traces/Verizon-LTE-short.down", "delay": "50ms", "buffer": "1bdp"}
     ir = resolve(scenario_from_dict({**small(flows=[{"cca": "cubic", "rtt": "100ms"}]), "link": link}))
     # 1 BDP = 5 027 571.43 bit/s × 0.1 s / 8 = 62 844.6 → 62 845 bytes
-    assert ir["link"]["buffer"]["bytes"] == 62_845
-    capacity = ir["link"]["capacity"]
+    assert ir["links"][0]["buffer"]["bytes"] == 62_845
+    capacity = ir["links"][0]["capacity"]
     assert capacity["period_ns"] == 140 * S and capacity["bytes_per_opportunity"] == 1500
     assert capacity["opportunities_ns"][:4] == [0, 0, 1 * MS, 1 * MS]
     assert len(capacity["opportunities_ns"]) == 58_655
@@ -276,7 +281,7 @@ def test_trace_relative_to_the_scenario_file(tmp_path: Path) -> None:
     scenario = load_scenario(tmp_path / "s.toml")
     assert scenario.name == "s"  # defaults to the file's stem
     assert scenario.base_dir == tmp_path.resolve()
-    assert resolve(scenario)["link"]["capacity"]["opportunities_ns"] == [0, MS, 2 * MS]
+    assert resolve(scenario)["links"][0]["capacity"]["opportunities_ns"] == [0, MS, 2 * MS]
 
 
 # --- hashing ----------------------------------------------------------------------------------------------
@@ -380,14 +385,14 @@ def test_example_loads_resolves_and_round_trips(path: Path) -> None:
 @pytest.mark.usefixtures("engine_with_bbr")
 def test_example_values() -> None:
     ir = resolve(load_scenario(REPO / "examples" / "bbr-vs-cubic.toml"))
-    assert ir["link"]["buffer"]["bytes"] == 437_500  # 1.75 × 80e6 × 0.025 / 8
+    assert ir["links"][0]["buffer"]["bytes"] == 437_500  # 1.75 × 80e6 × 0.025 / 8
     assert [f["cca"] for f in ir["flows"]].count("bbr") == 2
     assert ir["measure"] == {"from_ns": 20 * S, "to_ns": 60 * S}
     ir = resolve(load_scenario(REPO / "examples" / "cubic-vs-reno.toml"))
-    assert ir["link"]["buffer"]["bytes"] == 250_000  # 50e6 × 0.040 / 8
+    assert ir["links"][0]["buffer"]["bytes"] == 250_000  # 50e6 × 0.040 / 8
     assert ir["duration_ns"] == 30 * S and {f["cca"] for f in ir["flows"]} == {"cubic", "reno"}
     ir = resolve(load_scenario(REPO / "examples" / "rate-step.toml"))
-    assert [c["rate_bps"] for c in ir["link"]["schedule"]] == [20_000_000, 10_000_000]
+    assert [c["rate_bps"] for c in ir["links"][0]["schedule"]] == [20_000_000, 10_000_000]
 
 
 def test_host_buffers_cover_the_largest_bdp() -> None:
@@ -410,13 +415,13 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
                                               ("fq_codel", "FqCodelConfig"), ("pie", "PieConfig")])
 def test_qdisc_keys_match_the_rust_definition(name: str, struct: str) -> None:
     ir = resolve(scenario_from_dict(small(link={"qdisc": name})))
-    assert ir["link"]["qdisc"]["kind"] == name
-    assert set(ir["link"]["qdisc"]) - {"kind"} == rust_fields(struct)
+    assert ir["links"][0]["qdisc"]["kind"] == name
+    assert set(ir["links"][0]["qdisc"]) - {"kind"} == rust_fields(struct)
 
 
 def test_qdisc_defaults_are_linux_and_rfc_values() -> None:
     def q(spec: Any) -> dict[str, Any]:
-        return resolve(scenario_from_dict(small(link={"qdisc": spec})))["link"]["qdisc"]
+        return resolve(scenario_from_dict(small(link={"qdisc": spec})))["links"][0]["qdisc"]
 
     for plain in ("droptail", "drop_front", "random_drop"):
         assert q(plain) == {"kind": plain}
@@ -447,35 +452,67 @@ def test_qdisc_spellings_and_the_old_aqm_field() -> None:
     # link.aqm, the old free string, is read as qdisc — never ignored
     old = scenario_from_dict(small(link={"aqm": "droptail"}))
     assert old.link.qdisc == "droptail" and "aqm" not in old.to_dict()["link"]
-    assert resolve(old)["link"]["qdisc"] == {"kind": "droptail"}
-    assert resolve(scenario_from_dict(small(link={"aqm": "fq_codel"})))["link"]["qdisc"]["kind"] == "fq_codel"
+    assert resolve(old)["links"][0]["qdisc"] == {"kind": "droptail"}
+    assert resolve(scenario_from_dict(small(link={"aqm": "fq_codel"})))["links"][0]["qdisc"]["kind"] == "fq_codel"
     # ecn per flow group
     ir = resolve(scenario_from_dict(small(flows=[{"cca": "cubic", "rtt": "40ms", "ecn": True, "count": 2},
                                                  {"cca": "reno", "rtt": "40ms"}])))
     assert [f["ecn"] for f in ir["flows"]] == [True, True, False]
 
 
-def test_migrate_ir_turns_a_v2_ir_into_v3() -> None:
+def _v3(ir: dict[str, Any]) -> dict[str, Any]:
+    """A current one-link IR written as IR version 3 wrote it (by hand, not through cclab.resolve)."""
+    v3 = json.loads(json.dumps(ir))
+    v3["ir_version"] = 3
+    link = v3.pop("links")[0]
+    v3["link"] = {k: v for k, v in link.items() if k not in ("name", "from", "to")}
+    for f in v3["flows"]:
+        for key in ("path", "ack_path", "ack_every", "sack"):
+            del f[key]
+    return v3
+
+
+def test_migrate_ir_turns_v2_and_v3_irs_into_the_current_one() -> None:
     from cclab.resolve import migrate_ir
 
-    v3 = resolve(scenario_from_dict(small()))
+    current = resolve(scenario_from_dict(small()))
+    assert current["ir_version"] == 4
+    v3 = _v3(current)
+    assert migrate_ir(v3) == current
+    assert v3["ir_version"] == 3 and "link" in v3, "the input is not modified"
     v2 = json.loads(json.dumps(v3))
     v2["ir_version"] = 2
     v2["link"]["aqm"] = v2["link"].pop("qdisc")["kind"]
     for f in v2["flows"]:
         del f["ecn"]
-    assert migrate_ir(v2) == v3
+    assert migrate_ir(v2) == current
     assert v2["ir_version"] == 2 and "aqm" in v2["link"], "the input is not modified"
-    assert migrate_ir(v3) is v3
+    assert migrate_ir(current) is current
     with pytest.raises(ValueError, match="no qdisc equivalent"):
         migrate_ir({**v2, "link": {**v2["link"], "aqm": "codel"}})
 
 
+def test_ir_hash_of_a_one_link_scenario_is_its_v3_hash_and_topologies_differ() -> None:
+    """The content address of a scenario written before topologies is unchanged (a stored sweep
+    resumes: tests/test_golden.py), and nothing that version 3 could not express shares it."""
+    ir = resolve(scenario_from_dict(small()))
+    v3 = _v3(ir)
+    assert ir_hash(ir) == ir_hash(v3) == hashlib.sha256(canonical_json(v3).encode()).hexdigest()
+    for change in ({"ack_every": 1}, {"sack": False}, {"path": ["x"]}):
+        other = json.loads(json.dumps(ir))
+        other["flows"][0].update(change)
+        assert ir_hash(other) != ir_hash(ir), change
+    renamed = json.loads(json.dumps(ir))
+    renamed["links"][0]["name"] = "core"
+    renamed["flows"][0]["path"] = ["core"]
+    assert ir_hash(renamed) != ir_hash(ir)
+
+
 def test_policer_resolves_and_rejects_a_bucket_below_one_packet() -> None:
     ir = resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "30KB"}})))
-    assert ir["link"]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
-    assert set(ir["link"]["policer"]) == rust_fields("PolicerConfig")
-    assert set(ir["link"]) == rust_fields("Link")
+    assert ir["links"][0]["policer"] == {"rate_bps": 5_000_000, "burst_bytes": 30_000}
+    assert set(ir["links"][0]["policer"]) == rust_fields("PolicerConfig")
+    assert set(ir["links"][0]) == rust_fields("Link")
     with pytest.raises(ScenarioError, match=r"^link\.policer\.burst: '1KB' is less than one packet .*1500 bytes"):
         resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "1KB"}})))
     with pytest.raises(ScenarioError, match=r"^link\.policer\.rate: '2Tbps' is above the simulator's highest rate"):

@@ -21,10 +21,10 @@ HEAVY = ("pandas", "pyarrow", "matplotlib", "numpy", "scipy", "dask", "distribut
 
 PROBE = """
 import json, sys
-from cclab.cli import app
+from cclab._entry import main
 sys.argv = ["cclab", *json.loads(sys.argv[1])]
 try:
-    app()
+    main()
 except SystemExit as e:
     code = e.code
 else:
@@ -61,6 +61,28 @@ def test_validate_scenario_loads_no_heavy_module():
     assert heavy(modules) == []
     assert "rich" not in modules  # plain output: the tables of a run need rich, a check does not
     assert "cclab._native" not in modules  # the algorithm registry is Python (cclab.cca_params)
+
+
+def test_validate_scenario_fast_path_prints_what_the_full_cli_prints(tmp_path):
+    """The entry point answers a valid file without typer (cclab._entry); its output is the full
+    CLI's, byte for byte — and a file with a warning or an error goes through the full CLI."""
+    def both(*args: str) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+        fast = subprocess.run([sys.executable, "-m", "cclab", *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+        full = subprocess.run([sys.executable, "-c", "from cclab.cli import app; app(prog_name='cclab')", *args],
+                              capture_output=True, text=True, cwd=REPO, timeout=120)  # fmt: skip
+        return fast, full
+
+    for example in ("examples/bbr-vs-cubic.toml", "examples/verizon-trace.toml", "examples/parking-lot.toml"):
+        fast, full = both("validate-scenario", example)
+        assert fast.returncode == full.returncode == 0, fast.stderr + full.stderr
+        assert fast.stdout == full.stdout and fast.stdout.startswith("ok ")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "b"\nduration = "1s"\n[link]\nrate = "80Mpbs"\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    fast, full = both("validate-scenario", str(bad))
+    assert fast.returncode == full.returncode == 2
+    assert fast.stderr == full.stderr and "link.rate" in fast.stderr and "Traceback" not in fast.stderr
+    fast, full = both("--version")
+    assert fast.stdout == full.stdout
 
 
 def test_trace_scenario_validates_without_numpy():

@@ -1,6 +1,6 @@
 """``python -m cclab`` — the same as the ``cclab`` command."""
 
-from cclab.cli import app
+from cclab._entry import main
 
 if __name__ == "__main__":
-    app(prog_name="cclab")
+    main()

@@ -7,7 +7,8 @@ directory — so what it measures is what a user's run costs. The child
 reports:
 
 * engine seconds (``meta.json``'s ``wall_time_s``: the simulator alone) and
-  bottleneck packets (``departed_packets`` of the link table, summed) per
+  bottleneck packets (``departed_packets`` of the link table, summed — in a topology over its
+  links too, so a packet counts once per link it crosses) per
   engine second;
 * the whole ``cclab.api.run`` call's wall seconds, and of those the seconds
   spent in :func:`cclab.metrics.summary` (timed by wrapping it);
@@ -66,7 +67,7 @@ class BenchCase:
 
     def scenario(self, quick: bool = False) -> dict[str, Any]:
         duration = QUICK_DURATION if quick else self.duration
-        return {
+        data = {
             "name": f"bench-{self.name}",
             "duration": duration,
             "seed": 1,
@@ -75,6 +76,9 @@ class BenchCase:
             "flows": [dict(f) for f in self.flows],
             **self.extra,
         }
+        if "links" in self.extra:  # a topology (docs/topologies.md) instead of the one link
+            del data["link"]
+        return data
 
     @property
     def algorithms(self) -> set[str]:
@@ -103,6 +107,14 @@ register(BenchCase("cubic100-1G", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger", "1G
 register(BenchCase("bbr-1G-100ms", "1 BBR, 1 Gbps, 100 ms (paced)", "1Gbps", ({"cca": "bbr", "rtt": "100ms"},)))
 register(BenchCase("bbr2-cubic2-100M", "2 BBR + 2 CUBIC, 100 Mbps, 25 ms", "100Mbps",
                    ({"cca": "bbr", "rtt": "25ms", "count": 2}, {"cca": "cubic", "rtt": "25ms", "count": 2})))  # fmt: skip
+# A parking lot (docs/topologies.md): three 100 Mbps links in a row (5 ms
+# each, 1 BDP of 25 ms), one CUBIC flow over all three and one CUBIC cross
+# flow per link — every packet crosses one to three links.
+register(BenchCase("parking-lot-3x100M", "parking lot: 3 × 100 Mbps links, 1 long + 3 cross CUBIC flows, 25 ms", "100Mbps",
+                   ({"cca": "cubic", "rtt": "25ms", "path": ["l1", "l2", "l3"]},
+                    *({"cca": "cubic", "rtt": "25ms", "path": [f"l{i}"]} for i in (1, 2, 3))),
+                   extra={"links": {f"l{i}": {"from": f"r{i}", "to": f"r{i + 1}", "rate": "100Mbps", "delay": "5ms",
+                                              "buffer": "1bdp"} for i in (1, 2, 3)}}))  # fmt: skip
 # The cubic100-1G flows through FQ-CoDel (1024 queues, CoDel per queue;
 # docs/queues.md) instead of drop-tail: the cost of a flow-queueing AQM.
 register(BenchCase("cubic100-1G-fq_codel", "100 CUBIC, 1 Gbps, 25 ms, 10 ms stagger, FQ-CoDel", "1Gbps",

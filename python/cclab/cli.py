@@ -38,6 +38,7 @@ try:  # typer >= 0.24 vendors click as typer._click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click import exceptions as click_exc
 
+from cclab.describe import _fmt_ns, _fmt_rate, describe_ir
 from cclab.errors import ScenarioError
 
 __all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
@@ -101,9 +102,27 @@ def safe(text: Any) -> str:
 
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the known bad-input exceptions into :func:`fail`."""
+    """Turn the known bad-input exceptions into :func:`fail`, and print scenario warnings
+    (:class:`cclab.errors.ScenarioWarning`) as one ``warning:`` line each."""
+    import warnings
+
+    from cclab.errors import ScenarioWarning
+
+    shown: set[str] = set()
     try:
-        yield
+        with warnings.catch_warnings():
+            original = warnings.showwarning
+
+            def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+                if not issubclass(category, ScenarioWarning):
+                    original(message, category, *args, **kwargs)
+                elif str(message) not in shown:
+                    shown.add(str(message))
+                    err_console.print(f"[bold yellow]warning:[/bold yellow] {safe(str(message))}", soft_wrap=True)
+
+            warnings.showwarning = show
+            warnings.simplefilter("always", ScenarioWarning)
+            yield
     except Exception as exc:
         if not isinstance(exc, user_error_types()):
             raise
@@ -218,8 +237,9 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
     t.add_column("value", justify="right")
     drops = agg.get("drops") or {}
     t.add_row("total goodput", f"{_mbps(agg.get('goodput_bps'))} Mbit/s")
-    t.add_row("utilization (goodput / capacity)", f"{_pct(agg.get('utilization'))} %")
-    t.add_row("bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
+    bottleneck = f" of {safe(agg['bottleneck'])}" if agg.get("bottleneck") else ""
+    t.add_row(f"utilization (goodput / capacity{bottleneck})", f"{_pct(agg.get('utilization'))} %")
+    t.add_row("loss rate (all links)" if bottleneck else "bottleneck loss rate", f"{_pct(agg.get('loss_rate'), 3)} %")
     t.add_row("drops (overflow / random / aqm)", " / ".join(_num(drops.get(c), 0) for c in ("overflow", "random", "aqm")))
     if drops.get("policer"):
         t.add_row("policer drops", _num(drops.get("policer"), 0))
@@ -233,6 +253,25 @@ def aggregate_table(summary: dict[str, Any]) -> Table:
         n = a.get("flows")
         t.add_row(f"share {alg} ({n} flow{'' if n == 1 else 's'}), IQR over {_num(w.get('share_bin_s'), 0)} s bins",
                   f"{_pct(a.get('share'))} % (IQR {_pct(a.get('share_iqr'))} pp)")  # fmt: skip
+    return t
+
+
+def links_table(summary: dict[str, Any]) -> Table | None:
+    """Per-link metrics over the measure window (topologies: more than one link), else None."""
+    from rich.table import Table
+    links = summary.get("per_link") or {}
+    if len(links) < 2:
+        return None
+    t = Table(title="links (measure window)", title_justify="left")
+    for name, justify in [("link", "left"), ("from → to", "left"), ("utilization %", "right"), ("loss %", "right"),
+                          ("drops", "right"), ("queue delay p50 / p95 ms", "right"), ("flows / ACKs of", "left")]:  # fmt: skip
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name, x in links.items():
+        acks = ", ".join(map(str, x.get("ack_flows") or []))
+        t.add_row(safe(name), f"{safe(x.get('from'))} → {safe(x.get('to'))}", _pct(x.get("utilization")),
+                  _pct(x.get("loss_rate"), 3), _num(x.get("drops_total"), 0),
+                  f"{_num(x.get('queue_delay_ms_p50'))} / {_num(x.get('queue_delay_ms_p95'))}",
+                  ", ".join(map(str, x.get("flows") or [])) + (f" / {acks}" if acks else ""))  # fmt: skip
     return t
 
 
@@ -282,6 +321,9 @@ def run_cmd(
     )
     console.print(flows_table(result.summary))
     console.print(aggregate_table(result.summary))
+    links = links_table(result.summary)
+    if links is not None:
+        console.print(links)
     console.print(f"record: {safe(result.path)}", soft_wrap=True)
     for fig in result.figures:
         console.print(f"figure: {safe(fig)}", soft_wrap=True)
@@ -318,105 +360,8 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, a
 
 
 # --------------------------------------------------------------------------
-# validate-scenario
-
-
-def _fmt_ns(ns: Any, unit: str = "ms") -> str:
-    """A duration in ms or s; the other unit where it reads better (a start offset of
-    12 385 123 ns is "12.4 ms", not "0.0123851 s"), at most four significant digits."""
-    if ns is None:
-        return "–"
-    if unit == "s" and 0 < ns < 1_000_000_000:
-        unit = "ms"
-    elif unit == "ms" and ns >= 10_000_000_000:
-        unit = "s"
-    return f"{ns / 1e6:.4g} ms" if unit == "ms" else f"{ns / 1e9:.4g} s"
-
-
-def _qdisc_text(link: dict[str, Any]) -> str:
-    """``fq_codel (target 5 ms, interval 100 ms, ecn)`` from the IR's ``link.qdisc``."""
-    q = link.get("qdisc") or {"kind": link.get("aqm", "droptail")}
-    parts = []
-    for key, value in q.items():
-        if key in ("kind", "mtu_bytes"):
-            continue
-        name = key.removesuffix("_ns").removesuffix("_bytes").removesuffix("_bps")
-        if isinstance(value, bool):
-            if value:
-                parts.append(name)
-        elif key.endswith("_ns"):
-            parts.append(f"{name} {_fmt_ns(value)}")
-        elif key.endswith("_bps"):
-            parts.append(f"{name} {_fmt_rate(value)}")
-        elif key.endswith("_bytes"):
-            parts.append(f"{name} {value} B")
-        else:
-            parts.append(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}")
-    return q["kind"] + (f" ({', '.join(parts)})" if parts else "")
-
-
-def _fmt_rate(bps: Any) -> str:
-    if bps is None:
-        return "–"
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if bps >= div:
-            return f"{bps / div:g} {unit}"
-    return f"{bps:g} bps"
-
-
-def _plain_table(headers: list[str], rows: list[list[str]]) -> list[str]:
-    """Columns padded to their widest cell (plain text: validate-scenario stays clear of rich's import)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    return ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in [headers, *rows]]
-
-
-def describe_ir(ir: dict[str, Any], source: str) -> list[str]:
-    """What a scenario resolves to, as plain lines: link, run, resource estimate, flow groups
-    (``validate-scenario`` and ``run --dry-run``). User text is made printable."""
-    from cclab import limits
-    from cclab.errors import printable
-    from cclab.resolve import buffer_bytes_for_bdp, ir_hash
-
-    link = ir["link"]
-    cap = link["capacity"]
-    rate = cap.get("rate_bps")
-    capacity = _fmt_rate(rate) if cap["kind"] == "constant" else f"trace {printable(Path(cap.get('path', '')).name)}"
-    buf = link["buffer"]
-    min_rtt = min(f["rtt_ns"] for f in ir["flows"])
-    buf_text = " + ".join(x for x in (f"{buf['bytes']} B" if buf.get("bytes") else "",
-                                       f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
-    if buf.get("bytes") and rate:  # the BDP the scenario's "bdp" buffers use (cclab.resolve)
-        buf_text += f" ({buf['bytes'] / buffer_bytes_for_bdp(1, rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
-    m = ir["measure"]
-    loss = link["loss"]
-    loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
-    est = limits.estimate(ir)
-    lines = [
-        f"{printable(source)}: {printable(ir['name'])} (IR hash {ir_hash(ir)[:8]})",
-        f"  duration {_fmt_ns(ir['duration_ns'], 's')}, seed {ir['seed']}, samples every "
-        f"{_fmt_ns(ir['sample_interval_ns'])}, measure {_fmt_ns(m['from_ns'], 's')}–{_fmt_ns(m['to_ns'], 's')}",
-        f"  link: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer {buf_text or '–'}, loss {loss_text}, "
-        f"qdisc {_qdisc_text(link)}" + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else ""),
-        f"  estimate: {est.summary()}"
-        + (" (above the limits: cclab run refuses it without --allow-large)" if est.over() else ""),
-        f"  {len(ir['flows'])} flow(s):",
-    ]
-    rows = []
-    groups: dict[int, list[dict[str, Any]]] = {}
-    for f in ir["flows"]:
-        groups.setdefault(int(f["group"]), []).append(f)
-    for g, fl in groups.items():
-        first, last = fl[0], fl[-1]
-        params = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in (first.get("cca_params") or {}).items())
-        ids = str(first["id"]) if len(fl) == 1 else f"{first['id']}–{last['id']}"
-        start = _fmt_ns(first["start_ns"], "s") + ("" if len(fl) == 1 else f" … {_fmt_ns(last['start_ns'], 's')}")
-        rows.append([str(g), ids, first["cca"], params or "–", _fmt_ns(first["rtt_ns"]), start,
-                     _fmt_ns(first.get("stop_ns"), "s"), str(first["bytes"]) if first.get("bytes") else "–",
-                     "yes" if first.get("ecn") else "no"])  # fmt: skip
-    lines += ["    " + line for line in _plain_table(
-        ["group", "flows", "cca", "params", "RTT", "start", "stop", "bytes", "ECN"], rows)]  # fmt: skip
-    return lines
-
+# validate-scenario (the plain-text description lives in cclab.describe: the entry point answers
+# `cclab validate-scenario FILE` through it without importing typer, cclab._entry)
 
 @app.command("validate-scenario")
 def validate_scenario_cmd(

@@ -25,6 +25,7 @@ import unicodedata
 from typing import Any
 
 __all__ = [
+    "ScenarioWarning",
     "MAX_FIELD",
     "MAX_MESSAGE",
     "ScenarioError",
@@ -117,6 +118,12 @@ def format_loc(loc: tuple[Any, ...]) -> str:
         else:
             out = join_field(out, _ALIASES.get(str(part), str(part)))
     return out
+
+
+class ScenarioWarning(UserWarning):
+    """Something in a scenario that runs but is probably not meant (a link no flow crosses);
+    ``str()`` is one line in the same ``field: problem`` form as :class:`ScenarioError`.
+    ``cclab`` commands print it as ``warning: …``."""
 
 
 class ScenarioError(ValueError):

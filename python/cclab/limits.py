@@ -129,29 +129,35 @@ def estimate(ir: Mapping[str, Any]) -> Estimate:
     flows_interval = int(rec.get("flows_interval_ns") or ir["sample_interval_ns"])  # docs/ir.md `record`
     rows = duration_ns // max(1, flows_interval) * len(flows)
     stored_rows = rows if rec.get("flows_stored", True) else 0
-    link = ir["link"]
-    cap = link["capacity"]
+    links = _links(ir)
+    link_rows = samples * len(links)
     wire = int(ir.get("mss", 1448)) + int(ir.get("header_bytes", 52))
-    if cap.get("kind") == "trace":
-        period_ns = max(1, int(cap.get("period_ns") or 1))
-        opportunities = len(cap.get("opportunities_ns") or ())
-        max_rate = opportunities * int(cap.get("bytes_per_opportunity", 1500)) * 8 * 1e9 / period_ns
-    else:
-        opportunities = 0
-        max_rate = float(cap.get("rate_bps") or 0)
-    for change in link.get("schedule") or []:
-        if change.get("rate_bps"):
-            max_rate = max(max_rate, float(change["rate_bps"]))
-    packets = max_rate * duration_ns / 1e9 / (8 * wire)
-    events = _EVENTS_PER_PACKET * packets + samples + rows + 10 * len(flows)  # a row costs about an event
-    buffer = link.get("buffer") or {}
-    buffer_bytes = float(buffer.get("bytes") or 0) + float(buffer.get("packets") or 0) * wire
+    # every link at its highest rate for the whole run (a packet is handled once per link it crosses)
+    packets = opportunities = buffer_bytes = max_rate = 0.0
+    for link in links:
+        cap = link["capacity"]
+        if cap.get("kind") == "trace":
+            period_ns = max(1, int(cap.get("period_ns") or 1))
+            n_opp = len(cap.get("opportunities_ns") or ())
+            rate = n_opp * int(cap.get("bytes_per_opportunity", 1500)) * 8 * 1e9 / period_ns
+            opportunities += n_opp
+        else:
+            rate = float(cap.get("rate_bps") or 0)
+        for change in link.get("schedule") or []:
+            if change.get("rate_bps"):
+                rate = max(rate, float(change["rate_bps"]))
+        packets += rate * duration_ns / 1e9 / (8 * wire)
+        max_rate = max(max_rate, rate)
+        buffer = link.get("buffer") or {}
+        buffer_bytes += float(buffer.get("bytes") or 0) + float(buffer.get("packets") or 0) * wire
+    extra_link_rows = link_rows - samples  # a row per link per sample beyond the first link's
+    events = _EVENTS_PER_PACKET * packets + samples + extra_link_rows + rows + 10 * len(flows)  # a row ≈ an event
     max_rtt_ns = max((int(f.get("rtt_ns") or 0) for f in flows), default=0)
     held = (buffer_bytes + max_rate * max_rtt_ns / 8e9) / wire  # queue + what the paths hold
     held = min(held, packets + 10 * len(flows))
-    memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * samples + _PER_PACKET_HELD * held
+    memory = (_BASE_MEMORY + _PER_ROW * rows + _PER_SAMPLE * link_rows + _PER_PACKET_HELD * held
               + _PER_OPPORTUNITY * opportunities + _PER_FLOW * len(flows))  # fmt: skip
-    record = _RECORD_PER_ROW * (stored_rows + samples) + 12 * opportunities
+    record = _RECORD_PER_ROW * (stored_rows + link_rows) + 12 * opportunities
     return Estimate(samples=samples, rows=rows, packets=packets, events=events, memory_bytes=memory,
                     record_bytes=record, flows=len(flows))  # fmt: skip
 
@@ -162,7 +168,6 @@ _NAMES = {"memory_bytes": "memory", "events": "simulator events", "record_bytes"
 def _field_value(field: str, ir: Mapping[str, Any]) -> str:
     from .units import format_duration as fmt_d, format_size
 
-    link = ir["link"]
     if field == "flows":
         return f"{len(ir.get('flows') or []):,} flows"
     if field == "duration":
@@ -172,7 +177,8 @@ def _field_value(field: str, ir: Mapping[str, Any]) -> str:
     if field == "record.flows":
         return (f"{fmt_d(ir['record']['flows_interval_ns'])} (with {len(ir.get('flows') or [])} flows over "
                 f"{fmt_d(ir['duration_ns'])})")
-    if field == "link.trace":
+    link = _largest(ir)
+    if field.endswith(".trace"):
         return str(link["capacity"].get("path", "the trace")).rsplit("/", 1)[-1][:60]
     buf = link.get("buffer") or {}
     return format_size(buf["bytes"]) if buf.get("bytes") else f"{buf.get('packets')}pkts"
@@ -189,9 +195,26 @@ def _responsible(key: str, est: Estimate, ir: Mapping[str, Any]) -> str:
     if by_rows + by_samples >= 0.5 * getattr(est, key):
         # the per-flow rows have their own interval when the IR says so (docs/ir.md `record`)
         return "record.flows" if ir.get("record") and by_rows > by_samples else "sample_interval"
-    if ir["link"]["capacity"].get("kind") == "trace":
-        return "link.trace"
-    return "link.buffer"
+    from .resolve import link_field
+
+    link = _largest(ir)
+    return f"{link_field(ir, link)}.{'trace' if link['capacity'].get('kind') == 'trace' else 'buffer'}"
+
+
+def _links(ir: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The IR's links (a stored version-3 IR has one, ``link``)."""
+    return list(ir.get("links") or [ir["link"]])
+
+
+def _largest(ir: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The link whose trace or buffer is largest: the one a too-large run is blamed on."""
+    def size(link: Mapping[str, Any]) -> float:
+        cap, buf = link["capacity"], link.get("buffer") or {}
+        if cap.get("kind") == "trace":
+            return 1e18 + len(cap.get("opportunities_ns") or ())
+        return float(buf.get("bytes") or 0) + 1500.0 * float(buf.get("packets") or 0)
+
+    return max(_links(ir), key=size)
 
 
 def _fmt(key: str, value: float) -> str:

@@ -44,6 +44,8 @@ __all__ = [
     "jain_index",
     "jain_series",
     "link_frame",
+    "link_names",
+    "link_summary",
     "measure_window_ns",
     "peak_queue_bytes",
     "retrans_rate",
@@ -66,8 +68,10 @@ FLOW_COLUMNS = (
 #: Columns of ``link.parquet`` in order (docs/record.md), plus
 #: ``arrival_packets`` (packets that arrived at the bottleneck in the interval
 #: = departed + dropped + Δqueued), needed for the bottleneck loss rate.
+#: ``link`` is the link's name (``"link"`` for the one-link form; one row per
+#: link per sample in a topology, docs/topologies.md).
 LINK_COLUMNS = (
-    "time_s", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
+    "time_s", "link", "queue_bytes", "queue_packets", "queue_delay_ms", "throughput_bps",
     "arrival_bps", "drops_overflow", "drops_random", "drops_aqm", "drops_policer", "marks_ce", "capacity_bps",
     "delay_ms", "utilization", "departed_packets", "arrival_packets",
 )  # fmt: skip
@@ -209,9 +213,8 @@ class FrameBuilder:
         n = ids.size
         self._last = {c: np.zeros(n) for c in _FLOW_CUMULATIVE}
         self._last_t = np.zeros(n)
-        self._link_last = {c: 0.0 for c in _LINK_CUMULATIVE}
-        self._link_last["queue_packets"] = 0.0
-        self._link_last_t = 0.0
+        self._link_names = link_names(ir)
+        self._link_state: dict[int, dict[str, float]] = {}
 
     def _index(self, flow_id: np.ndarray) -> np.ndarray:
         """Position of each row's flow in ``ir["flows"]``."""
@@ -298,22 +301,50 @@ class FrameBuilder:
         * ``utilization`` = throughput_bps / capacity_bps (NaN when the capacity is 0).
         * ``departed_packets``, ``arrival_packets`` (= departed + dropped + Δqueued):
           packets in the interval, for the bottleneck loss rate.
+
+        In a topology (docs/topologies.md) the raw rows carry ``link_id``: one
+        row per link per sample, each link's counters differenced on their
+        own, ``link`` = the link's name. On a link an ``ack_path`` crosses,
+        ACKs are packets like any other: they count in every column.
         """
         time_ns = np.asarray(rl["time_ns"], dtype=np.int64)
         n = time_ns.size
-        last = self._link_last
+        link_id = np.asarray(rl["link_id"], dtype=np.int64) if "link_id" in rl else np.zeros(n, dtype=np.int64)
+        ids = np.unique(link_id)
+        if ids.size <= 1:  # one link: the rows as they are
+            frame = self._one_link(rl, int(ids[0]) if ids.size else 0, slice(None), n)
+        else:  # a topology: one row per link per sample; each link's counters differenced on their own
+            parts, order = [], []
+            for j in ids:
+                rows = np.flatnonzero(link_id == j)
+                parts.append(self._one_link(rl, int(j), rows, rows.size))
+                order.append(rows)
+            frame = pd.concat(parts, ignore_index=True)
+            frame.index = np.concatenate(order)
+            frame = frame.sort_index()
+        names = self._link_names
+        frame.insert(1, "link", pd.Categorical(np.asarray(names, dtype=object)[np.minimum(link_id, len(names) - 1)],
+                                               categories=names))  # fmt: skip
+        return frame.reset_index(drop=True)
+
+    def _one_link(self, rl: Mapping[str, Any], j: int, rows: Any, n: int) -> pd.DataFrame:
+        """The link columns (without ``link``) of link ``j``'s rows ``rows`` of a chunk."""
+        last = self._link_state.setdefault(j, {**{c: 0.0 for c in _LINK_CUMULATIVE}, "queue_packets": 0.0, "t": 0.0})
+
+        def col(name: str) -> np.ndarray:
+            return _col(rl, name, len(rl["time_ns"]))[rows]
 
         def diff(name: str, values: np.ndarray | None = None) -> np.ndarray:
-            v = _col(rl, name, n) if values is None else values
+            v = col(name) if values is None else values
             d = np.diff(v, prepend=last[name])
             if n:
                 last[name] = float(v[-1])
             return d
 
-        t = time_ns.astype(float)
-        dt_s = np.diff(t, prepend=self._link_last_t) / _NS_PER_S
+        t = np.asarray(rl["time_ns"], dtype=np.int64)[rows].astype(float)
+        dt_s = np.diff(t, prepend=last["t"]) / _NS_PER_S
         if n:
-            self._link_last_t = float(t[-1])
+            last["t"] = float(t[-1])
         with np.errstate(divide="ignore", invalid="ignore"):
             inv_dt = np.where(dt_s > 0, 1.0 / dt_s, np.nan)
             departed = diff("departed_packets")
@@ -321,17 +352,17 @@ class FrameBuilder:
             queue_delay_ms = np.where(departed > 0, sojourn / departed, np.nan) / _NS_PER_MS
             throughput = diff("egress_bytes") * 8.0 * inv_dt
             arrival = diff("arrival_bytes") * 8.0 * inv_dt
-            capacity = _col(rl, "capacity_bps", n)
+            capacity = col("capacity_bps")
             utilization = np.where(capacity > 0, throughput / capacity, np.nan)
         # a cause a backend or an older engine does not report (policer, CE marks) counts 0
         drops = {c: diff(f"drops_{c}") if f"drops_{c}" in rl else np.zeros(n) for c in DROP_CAUSES}
         marks = diff("marks_ce") if "marks_ce" in rl else np.zeros(n)
-        queue_packets = _col(rl, "queue_packets", n)
+        queue_packets = col("queue_packets")
         arrivals = departed + sum(drops.values()) + diff("queue_packets", queue_packets)
         return pd.DataFrame(
             {
                 "time_s": t / _NS_PER_S,
-                "queue_bytes": _col(rl, "queue_bytes", n),
+                "queue_bytes": col("queue_bytes"),
                 "queue_packets": queue_packets,
                 "queue_delay_ms": queue_delay_ms,
                 "throughput_bps": throughput,
@@ -342,7 +373,7 @@ class FrameBuilder:
                 "drops_policer": drops["policer"],
                 "marks_ce": marks,
                 "capacity_bps": capacity,
-                "delay_ms": _col(rl, "delay_ns", n) / _NS_PER_MS,
+                "delay_ms": col("delay_ns") / _NS_PER_MS,
                 "utilization": utilization,
                 "departed_packets": departed,
                 "arrival_packets": arrivals,
@@ -394,6 +425,81 @@ def link_frame(raw: Mapping[str, Any], ir: Mapping[str, Any]) -> pd.DataFrame:
     """Per-interval bottleneck columns (``link.parquet``) from a whole raw output
     (definitions: :meth:`FrameBuilder.link`)."""
     return FrameBuilder(ir).link(raw["link"])
+
+
+def link_names(ir: Mapping[str, Any]) -> list[str]:
+    """The names of the IR's links in order (``["link"]`` for the one-link form and stored v3 IRs)."""
+    links = ir.get("links")
+    return [str(link["name"]) for link in links] if links else ["link"]
+
+
+def with_link_column(link: pd.DataFrame) -> pd.DataFrame:
+    """A ``link.parquet`` frame with its ``link`` column: records made before topologies have none
+    (one link, named ``"link"``)."""
+    if "link" in link.columns:
+        return link
+    out = link.assign(link=pd.Categorical(["link"] * len(link), categories=["link"]))
+    return out[["time_s", "link", *(c for c in link.columns if c != "time_s")]]
+
+
+def _link_window_metrics(lw: pd.DataFrame, ldt: np.ndarray, delivered_bits: float) -> dict[str, Any]:
+    """Link metrics over the window rows ``lw`` (interval lengths ``ldt``) of one link, or of several
+    links together (then ``ldt`` is each row's own link's interval)."""
+    cap_bits = float(np.nansum(lw["capacity_bps"].to_numpy(dtype=float) * ldt))
+    wire_bits = float(np.nansum(lw["throughput_bps"].to_numpy(dtype=float) * ldt))
+    drops = {c: float(lw[f"drops_{c}"].sum()) if f"drops_{c}" in lw else 0.0 for c in DROP_CAUSES}
+    marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
+    arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
+    departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
+    qd = lw["queue_delay_ms"]
+    queue = {**_pcts(qd, "queue_delay_ms"), "queue_delay_ms_min": float(qd.min()) if qd.notna().any() else math.nan,
+             "queue_delay_ms_max": float(qd.max()) if qd.notna().any() else math.nan}  # fmt: skip
+    weight = float(departed.where(qd.notna(), 0.0).sum())
+    if weight > 0:  # the exact mean: Σ sojourn / packets, from the cumulative counters
+        queue["queue_delay_ms_mean"] = float((qd.fillna(0.0) * departed).sum()) / weight
+    covered = float(np.sum(ldt))
+    return {
+        "capacity_bits": cap_bits,
+        "utilization": wire_bits / cap_bits if cap_bits > 0 else math.nan,
+        "goodput_utilization": delivered_bits / cap_bits if cap_bits > 0 else math.nan,
+        "throughput_bps": wire_bits / covered if covered > 0 else math.nan,
+        "loss_rate": sum(drops.values()) / arrivals if arrivals > 0 else math.nan,
+        "drops": drops,
+        "drops_total": sum(drops.values()),
+        "marks_ce": marks,
+        "mark_rate": marks / float(departed.sum()) if len(departed) and float(departed.sum()) > 0 else math.nan,
+        "arrival_packets": arrivals,
+        **{f"queue_delay_ms_{k}": queue[f"queue_delay_ms_{k}"] for k in ("mean", "min", "p50", "p95", "p99", "max")},
+        "queue_bytes_mean": float(lw["queue_bytes"].mean()) if len(lw) else math.nan,
+    }
+
+
+def link_summary(link: pd.DataFrame, ir: Mapping[str, Any], delivered_bits: Mapping[int, float]
+                 ) -> dict[str, dict[str, Any]]:  # fmt: skip
+    """Per link (by name, in the IR's order), over the measure window of ``link.parquet``:
+    ``utilization`` = wire bits that left the link / capacity bits (data and ACKs);
+    ``goodput_utilization`` = payload bits delivered to the receivers of the flows whose data
+    crosses the link (``delivered_bits`` by flow id) / its capacity bits; ``throughput_bps``;
+    ``drops`` by cause, ``drops_total``, ``loss_rate`` = dropped / arrived packets; ``marks_ce``,
+    ``mark_rate``; the queueing delay over the per-interval means (``queue_delay_ms_mean`` weighted
+    by departed packets, ``min/p50/p95/p99/max``) and ``queue_bytes_mean``; ``from``/``to`` its
+    nodes; ``flows`` the ids whose data crosses it, ``ack_flows`` those whose ACKs do."""
+    link = with_link_column(link)
+    specs = ir.get("links") or [{"name": "link", "from": "left", "to": "right"}]
+    names = link["link"].astype(str).to_numpy()
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        name = str(spec["name"])
+        rows = link.loc[names == name]
+        t = rows["time_s"].to_numpy(dtype=float)
+        w = in_window(t, ir)
+        data_ids = [int(f["id"]) for f in ir["flows"] if name in f.get("path", ["link"])]
+        ack_ids = [int(f["id"]) for f in ir["flows"] if name in f.get("ack_path", [])]
+        m = _link_window_metrics(rows.loc[w], np.diff(t, prepend=0.0)[w], sum(delivered_bits.get(i, 0.0) for i in data_ids))
+        del m["capacity_bits"]
+        out[name] = {"from": str(spec.get("from", "left")), "to": str(spec.get("to", "right")), **m,
+                     "flows": data_ids, "ack_flows": ack_ids}  # fmt: skip
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -588,8 +694,9 @@ def ideal_fct_s(nbytes: float, rate_bps: float, rtt_s: float, mss: int = 1448, h
     return wire * 8.0 / rate_bps + rtt_s / 2.0
 
 
-def _initial_rate_bps(ir: Mapping[str, Any]) -> float:
-    cap = ir["link"]["capacity"]
+def _initial_rate_bps(ir: Mapping[str, Any], link: Mapping[str, Any] | None = None) -> float:
+    """A link's rate at 0 s (a trace's mean rate); the first link's by default (a stored v3 IR's ``link``)."""
+    cap = (link if link is not None else (ir.get("links") or [ir.get("link")])[0])["capacity"]
     if cap.get("kind") == "constant":
         return float(cap["rate_bps"])
     opps = cap.get("opportunities_ns") or []
@@ -1008,6 +1115,7 @@ def summary(
     n_act = np.bincount(iw[act], minlength=n)
     with np.errstate(divide="ignore", invalid="ignore"):
         cwnd_mean = np.bincount(iw[ok_cwnd], weights=cwnd[ok_cwnd], minlength=n) / np.bincount(iw[ok_cwnd], minlength=n)
+    link = with_link_column(link)
     covered_s = float(np.sum(np.diff(link["time_s"].to_numpy(dtype=float), prepend=0.0)[in_window(link["time_s"], ir)]))
     covered_s = covered_s if covered_s > 0 else (hi - lo) / _NS_PER_S
 
@@ -1022,10 +1130,13 @@ def summary(
     offsets = np.array([int(f.get("start_offset_ns") or 0) for f in ir["flows"]], dtype=float) / _NS_PER_S
     nbytes = np.array([math.nan if f.get("bytes") is None else float(f["bytes"]) for f in ir["flows"]])
     rtt_s = np.array([int(f["rtt_ns"]) for f in ir["flows"]], dtype=float) / _NS_PER_S
-    rate0 = _initial_rate_bps(ir)
+    # each flow's slowest link at 0 s (one link: its rate)
+    by_name = {str(x["name"]): x for x in ir.get("links") or []}
+    rate0 = np.array([min((_initial_rate_bps(ir, by_name[p]) for p in f.get("path", []) if p in by_name),
+                          default=_initial_rate_bps(ir)) for f in ir["flows"]], dtype=float)  # fmt: skip
     fct = done_s - start_s
-    with np.errstate(invalid="ignore"):  # ideal_fct_s over all flows at once
-        ideal = (nbytes + np.ceil(nbytes / mss) * header) * 8.0 / rate0 + rtt_s / 2.0 if rate0 > 0 else np.full(n, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):  # ideal_fct_s over all flows at once
+        ideal = np.where(rate0 > 0, (nbytes + np.ceil(nbytes / mss) * header) * 8.0 / rate0 + rtt_s / 2.0, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = fct / ideal
     conv = convergence_times(flows, ir, _r=rows)
@@ -1060,6 +1171,8 @@ def summary(
         "group": [int(f.get("group", 0)) for f in ir["flows"]],
         "cca": cca,
         "rtt_ms": rtt_s * 1e3,
+        "path": [[str(x) for x in f.get("path", ["link"])] for f in ir["flows"]],
+        "ack_path": [[str(x) for x in f.get("ack_path", [])] for f in ir["flows"]],
         "start_s": start_s,
         "start_offset_s": offsets,
         "end_s": end_s,
@@ -1130,17 +1243,23 @@ def summary(
                          share_period_hi_s=per.hi_s)  # fmt: skip
         per_alg[alg] = entry
 
-    # -- aggregate
+    # -- per link, and the aggregate's link metrics: the one link's; in a topology the bottleneck's
+    # (the most utilized link) utilization, drops, marks and queueing over all links together
+    per_link = link_summary(link, ir, {int(i): float(b) for i, b in zip(ids, bits)})
     lmask = in_window(link["time_s"], ir)
     lw = link.loc[lmask]
-    ldt = np.diff(link["time_s"].to_numpy(dtype=float), prepend=0.0)[lmask]
-    cap_bits = float(np.nansum(lw["capacity_bps"].to_numpy(dtype=float) * ldt))
-    wire_bits = float(np.nansum(lw["throughput_bps"].to_numpy(dtype=float) * ldt))
-    drops = {c: float(lw[f"drops_{c}"].sum()) if f"drops_{c}" in lw else 0.0 for c in DROP_CAUSES}
-    marks = float(lw["marks_ce"].sum()) if "marks_ce" in lw else 0.0
-    arrivals = float(lw["arrival_packets"].sum()) if "arrival_packets" in lw else math.nan
-    departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
+    names = link["link"].astype(str).to_numpy()
+    ldt = np.zeros(len(link))
+    for name in np.unique(names):
+        of_link = np.flatnonzero(names == name)
+        ldt[of_link] = np.diff(link["time_s"].to_numpy(dtype=float)[of_link], prepend=0.0)
+    together = _link_window_metrics(lw, ldt[lmask], float(bits.sum()))
+    bottleneck = None
+    if len(per_link) > 1:
+        bottleneck = max(per_link, key=lambda k: -1.0 if per_link[k]["utilization"] is None or
+                         math.isnan(per_link[k]["utilization"]) else per_link[k]["utilization"])  # fmt: skip
     qd = lw["queue_delay_ms"]
+    departed = lw["departed_packets"] if "departed_packets" in lw else pd.Series(dtype=float)
     soj_h = (histograms or {}).get("sojourn") if histograms else None
     if soj_h is not None and len(soj_h.get("bin", [])) + int(np.sum(soj_h.get("n", [0]))) > 0:
         qs = _hist_stats(soj_h, 1, None, None, sub_bits)
@@ -1153,6 +1272,11 @@ def summary(
     weight = float(departed.where(qd.notna(), 0.0).sum())
     if weight > 0:  # the exact mean: Σ sojourn / packets, from the cumulative counters
         queue["queue_delay_ms_mean"] = float((qd.fillna(0.0) * departed).sum()) / weight
+    if bottleneck is None:
+        utilization, link_utilization = together["goodput_utilization"], together["utilization"]
+    else:
+        utilization = per_link[bottleneck]["goodput_utilization"]
+        link_utilization = per_link[bottleneck]["utilization"]
     gp_active = goodput[active_in_window]
     j1 = jain_over_time(flows, ir, 1.0, _r=rows) if len(flows) else pd.Series(dtype=float)
     fl_interval = ir.get("record", {}).get("flows_interval_ns") if isinstance(ir.get("record"), dict) else None
@@ -1170,14 +1294,15 @@ def summary(
 
     aggregate = {
         "goodput_bps": total_bits / covered_s,
-        "utilization": total_bits / cap_bits if cap_bits > 0 else math.nan,
-        "link_utilization": wire_bits / cap_bits if cap_bits > 0 else math.nan,
-        "loss_rate": sum(drops.values()) / arrivals if arrivals > 0 else math.nan,
-        "drops": drops,
-        "drops_total": sum(drops.values()),
-        "marks_ce": marks,
-        "mark_rate": marks / float(departed.sum()) if len(departed) and float(departed.sum()) > 0 else math.nan,
-        "arrival_packets": arrivals,
+        "utilization": utilization,
+        "link_utilization": link_utilization,
+        **({"bottleneck": bottleneck} if bottleneck is not None else {}),
+        "loss_rate": together["loss_rate"],
+        "drops": together["drops"],
+        "drops_total": together["drops_total"],
+        "marks_ce": together["marks_ce"],
+        "mark_rate": together["mark_rate"],
+        "arrival_packets": together["arrival_packets"],
         "retrans_segs": float(retrans.sum()),
         "retrans_rate": float(retrans.sum()) / sent_all if sent_all > 0 else math.nan,
         **queue,
@@ -1200,16 +1325,18 @@ def summary(
     }
     out = {
         "summary_version": SUMMARY_VERSION,
-        "window": {"from_s": lo_s, "to_s": hi_s, "duration_s": (hi - lo) / _NS_PER_S, "samples": int(len(lw)),
+        "window": {"from_s": lo_s, "to_s": hi_s, "duration_s": (hi - lo) / _NS_PER_S,
+                   "samples": int(lw["time_s"].nunique()),
                    "share_bin_s": share_bin_s, "flows_interval_s": fl_interval_s},  # fmt: skip
         "per_flow": per_flow,
         "per_algorithm": per_alg,
+        "per_link": per_link,
         "aggregate": aggregate,
     }
     out["per_flow"] = []
     safe = json_safe(out)
     safe["per_flow"] = per_flow  # already JSON-safe (:func:`_records`), in key order after aggregate's
-    return {k: safe[k] for k in ("summary_version", "window", "per_flow", "per_algorithm", "aggregate")}
+    return {k: safe[k] for k in ("summary_version", "window", "per_flow", "per_algorithm", "per_link", "aggregate")}
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:

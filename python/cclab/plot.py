@@ -53,7 +53,7 @@ from __future__ import annotations
 import colorsys
 import contextlib
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +65,12 @@ from matplotlib.figure import Figure
 
 from cclab.errors import printable
 from cclab.fsutil import atomic_file
-from cclab.metrics import measure_window_ns
+from cclab.metrics import in_window, measure_window_ns, with_link_column
 
 __all__ = [
     "MAX_BINS", "PALETTE", "PAPER_WIDTHS", "STATE_COLORS", "auto_bin_s", "bin_series", "color_for", "flow_colors",
     "figure_timeseries", "grouped_legend", "paper_style", "plot_run", "save_figure",
+    "bottleneck_link", "figure_links", "figure_topology",
 ]  # fmt: skip
 
 #: Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency.
@@ -324,6 +325,13 @@ def figure_timeseries(
     bin_s = float(bin_s) if bin_s else auto_bin_s(duration_s, max(sample_s, flows_s))
     styles = flow_colors(ir)
     per_flow = len(ir["flows"]) <= MAX_FLOW_LINES
+    # A topology: the capacity line and the queueing delay are the bottleneck link's, the queue
+    # panel has a line per link, the drops are summed over links (figure_links: a panel per link).
+    all_links = with_link_column(link)
+    names = list(dict.fromkeys(all_links["link"].astype(str)))
+    multi = len(names) > 1
+    main_name = bottleneck_link(all_links, ir) if multi else (names[0] if names else "link")
+    link = all_links.loc[all_links["link"].astype(str) == main_name] if multi else all_links
     state_flows: list[int] = []
     if "state" in flows and shade and len(flows):
         running = flows.loc[flows["active"].astype(bool)] if "active" in flows else flows
@@ -383,10 +391,26 @@ def figure_timeseries(
 
     if len(link):
         t = link["time_s"].to_numpy()
+    if len(link) and multi:
+        handles = []
+        for i, name in enumerate(names):
+            d = all_links.loc[all_links["link"].astype(str) == name]
+            qb = bin_series(d["time_s"].to_numpy(), d["queue_bytes"].to_numpy(dtype=float), bin_s)
+            style = {"color": _LINK_GREYS[i % len(_LINK_GREYS)], "linestyle": _LINK_STYLES[i // len(_LINK_GREYS) % 4],
+                     "label": printable(name) + (" (bottleneck)" if name == main_name else "")}  # fmt: skip
+            ql = _draw_binned(ax_q, qb, bin_s, style, False, scale=1e-3, lw=0.9)
+            if ql is not None:
+                handles.append(ql)
+        ax_q.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=min(4, len(names)), framealpha=0.85,
+                    title="queue per link", title_fontsize="x-small")  # fmt: skip
+        drops = all_links.groupby("time_s", sort=True)[[f"drops_{c}" for c in _DROP_STYLE if f"drops_{c}" in all_links]]
+        link = drops.sum().reset_index()
+        t = link["time_s"].to_numpy()
+    if len(link) and not multi:
         qb = bin_series(t, link["queue_bytes"].to_numpy(dtype=float), bin_s)
         ql = _draw_binned(ax_q, qb, bin_s, {"color": "0.25", "label": "queue"}, bands, scale=1e-3, lw=1.0)
         handles = [ql] if ql is not None else []
-        buf = (ir.get("link") or {}).get("buffer") or {}
+        buf = (ir.get("links") or [{}])[0].get("buffer") or {}
         if buf.get("bytes"):
             handles.append(ax_q.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer"))
         ax_qd = ax_q.twinx()
@@ -397,6 +421,7 @@ def figure_timeseries(
         ax_qd.set_ylabel("queueing delay (ms)", color="#0072B2")
         ax_qd.set_ylim(bottom=0)
         ax_q.legend(handles=handles, loc="upper right", fontsize="x-small", ncols=3, framealpha=0.85)
+    if len(link):
         any_drops = False
         for cause, (color, label) in _DROP_STYLE.items():
             col = f"drops_{cause}"
@@ -413,7 +438,7 @@ def figure_timeseries(
             ax_drop.text(0.5, 0.5, "no drops", transform=ax_drop.transAxes, ha="center", va="center", color="0.4")
     ax_q.set_ylabel("queue (KB)")
     ax_q.set_ylim(bottom=0)
-    ax_drop.set_ylabel("drops\n(packets/s)")
+    ax_drop.set_ylabel("drops\n(packets/s" + (", all links)" if multi else ")"))
     ax_drop.set_ylim(bottom=0)
 
     if state_flows:
@@ -430,6 +455,224 @@ def figure_timeseries(
     if legend_entries:
         grouped_legend(ax_gp, legend_entries, loc="upper right", fontsize="x-small", framealpha=0.85)
     fig.cclab_bin_s = bin_s  # the resolution drawn (tests, report)
+    return fig
+
+
+#: Queue lines of several links: greys and line styles (algorithm colours stay for flows).
+_LINK_GREYS = ("0.1", "#8c564b", "0.45", "#7f7f7f", "0.65")
+_LINK_STYLES = ("-", "--", ":", "-.")
+
+
+def bottleneck_link(link: pd.DataFrame, ir: Mapping[str, Any]) -> str:
+    """The name of the most utilized link over the measure window (the first link on a tie)."""
+    link = with_link_column(link)
+    w = link.loc[in_window(link["time_s"], ir)]
+    if not len(w):
+        return str(link["link"].iloc[0]) if len(link) else "link"
+    util = w.groupby("link", observed=True, sort=False)["utilization"].mean()
+    return str(util.fillna(-1.0).idxmax())
+
+
+def figure_links(link: pd.DataFrame, ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
+    """One panel per link: its queue (KB, with the buffer), its mean queueing delay (ms, right axis)
+    and its drops (markers at the intervals with drops), over the run."""
+    link = with_link_column(link)
+    links = ir.get("links") or [{"name": "link", "from": "left", "to": "right"}]
+    n = len(links)
+    fig = Figure(figsize=(11, 1.9 * n + 1.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(n, 1, sharex=True))
+    fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))}: queues per link",
+                 parse_math=False)  # fmt: skip
+    lo, hi = measure_window_ns(ir)
+    for ax, spec in zip(axes, links):
+        name = str(spec["name"])
+        d = link.loc[link["link"].astype(str) == name]
+        t = d["time_s"].to_numpy()
+        ax.plot(t, d["queue_bytes"].to_numpy() / 1e3, color="0.25", lw=0.9, label="queue (KB)")
+        buf = spec.get("buffer") or {}
+        if buf.get("bytes"):
+            ax.axhline(buf["bytes"] / 1e3, color="0.25", lw=0.6, ls="--", label="buffer")
+        drops = sum(d[f"drops_{c}"].fillna(0).to_numpy() for c in _DROP_STYLE) if len(d) else np.array([])
+        hit = drops > 0
+        if hit.any():
+            ax.plot(t[hit], np.zeros(hit.sum()), "|", color="#d62728", ms=8, mew=1.2, label="drops", clip_on=False)
+        ax_d = ax.twinx()
+        ax_d.plot(t, d["queue_delay_ms"].to_numpy(), color="#17becf", lw=0.7, alpha=0.9, label="queueing delay (ms)")
+        ax_d.set_ylim(bottom=0)
+        ax_d.set_ylabel("delay (ms)", color="#17becf", fontsize="small")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{printable(name)}\n{printable(str(spec.get('from', '')))} → "
+                      f"{printable(str(spec.get('to', '')))}\nqueue (KB)", fontsize="small")  # fmt: skip
+        ax.axvspan(lo / 1e9, hi / 1e9, color="0.5", alpha=0.07, lw=0, zorder=0)
+        ax.grid(True, lw=0.3, alpha=0.5)
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax_d.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="upper right", fontsize="x-small", ncol=4, framealpha=0.85)
+    axes[-1].set_xlabel("time (s)")
+    axes[-1].set_xlim(0, ir["duration_ns"] / 1e9)
+    return fig
+
+
+def _fmt_rate(bps: float) -> str:
+    for div, unit in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+        if bps >= div:
+            return f"{bps / div:g} {unit}"
+    return f"{bps:g} bps"
+
+
+def _topology_layout(
+    links: list[Mapping[str, Any]], paths: Sequence[Sequence[str]] = ()
+) -> dict[str, tuple[float, float]]:
+    """Node positions: in each connected part, a spine left to right on one row — the longest
+    flow path in it (the first of equal ones), else its longest shortest path; every other node beside the node it hangs from (found breadth-first from the spine),
+    half a column outwards, on rows alternating above and below. Parts are stacked top to bottom."""
+    nodes: list[str] = []
+    for link in links:
+        for x in (str(link["from"]), str(link["to"])):
+            if x not in nodes:
+                nodes.append(x)
+    by_name = {str(link["name"]): link for link in links}
+    adj: dict[str, list[str]] = {x: [] for x in nodes}
+    for link in links:
+        a, b = str(link["from"]), str(link["to"])
+        if b not in adj[a]:
+            adj[a].append(b)
+        if a not in adj[b]:
+            adj[b].append(a)
+
+    def bfs(root: str) -> dict[str, str | None]:
+        parent: dict[str, str | None] = {root: None}
+        frontier = [root]
+        while frontier:
+            nxt = []
+            for x in frontier:
+                for y in adj[x]:
+                    if y not in parent:
+                        parent[y] = x
+                        nxt.append(y)
+            frontier = nxt
+        return parent  # in breadth-first order
+
+    pos: dict[str, tuple[float, float]] = {}
+    top = 0.0
+    for root in nodes:
+        if root in pos:
+            continue
+        part = list(bfs(root))
+        spine = []
+        for path in paths:
+            chain = [str(by_name[n]["from"]) for n in path if n in by_name]
+            if chain and chain[0] in part and len(chain) == len(path):
+                chain.append(str(by_name[path[-1]]["to"]))
+                if len(chain) > len(spine) and len(set(chain)) == len(chain):
+                    spine = chain
+        if not spine:
+            # from the node farthest from the part's first node to the node farthest from it
+            parent = bfs(part[-1])
+            spine = [list(parent)[-1]]
+            while parent[spine[-1]] is not None:
+                spine.append(parent[spine[-1]])  # type: ignore[arg-type]
+            if nodes.index(spine[0]) > nodes.index(spine[-1]):
+                spine.reverse()  # the first-named end on the left
+        mid = (len(spine) - 1) / 2.0
+        local: dict[str, tuple[float, float]] = {x: (float(i), 0.0) for i, x in enumerate(spine)}
+        side: dict[str, float] = {x: (-1.0 if i < mid else 1.0 if i > mid else 0.0) for i, x in enumerate(spine)}
+        used: dict[str, int] = {}
+        order = bfs(spine[0])
+        pending = [x for x in order if x not in local]
+        while pending:  # breadth-first from the spine: each node beside a placed neighbour
+            rest = []
+            for x in pending:
+                anchor = next((y for y in adj[x] if y in local), None)
+                if anchor is None:
+                    rest.append(x)
+                    continue
+                k = used.get(anchor, 0)
+                used[anchor] = k + 1
+                ax_, ay = local[anchor]
+                d = side[anchor]
+                if ay == 0.0:
+                    dy = (k // 2 + 1) * (1.0 if k % 2 == 0 else -1.0)
+                else:
+                    dy = (1.0 if ay > 0 else -1.0) * (k // 2) * 0.6 * (1 if k % 2 == 0 else -1)
+                dx = 0.5 * d if ay == 0.0 else 0.8 * (d if d else 1.0)
+                local[x] = (ax_ + dx, ay + dy)
+                side[x] = d if d else 1.0
+            if len(rest) == len(pending):
+                break
+            pending = rest
+        ys = [y for _, y in local.values()]
+        shift = top - max(ys)
+        for x, (px, py) in local.items():
+            pos[x] = (px, py + shift)
+        top = min(ys) + shift - 1.5
+    return pos
+
+
+def figure_topology(ir: Mapping[str, Any], *, title: str | None = None) -> Figure:
+    """The topology: nodes, each link as an arrow labelled with its name, rate and delay (the two
+    directions of a duplex wire bent apart, one label for both when their rate and delay agree),
+    and each flow group with its path and ACK path in the legend, in its algorithm's colour. The
+    longest chain of links runs left to right; other nodes hang beside the node they attach to."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch
+
+    links = ir.get("links") or []
+    pos = _topology_layout(links, [f.get("path") or [] for f in ir.get("flows", [])])
+    xs = [p[0] for p in pos.values()] or [0.0]
+    ys = [p[1] for p in pos.values()] or [0.0]
+    width = max(4.0, 2.2 * (max(xs) - min(xs) + 1))
+    height = max(2.6, 1.3 * (max(ys) - min(ys)) + 2.4)
+    fig = Figure(figsize=(width, height), layout="constrained")
+    ax = fig.subplots()
+    ax.set_axis_off()
+    fig.suptitle(title if title is not None else f"{printable(str(ir.get('name', 'run')))}: topology", parse_math=False)
+
+    def shape(link: Mapping[str, Any]) -> tuple[str, float]:
+        cap = link["capacity"]
+        rate = _fmt_rate(float(cap["rate_bps"])) if cap.get("kind") == "constant" else "trace"
+        return rate, float(link["delay_ns"])
+
+    by_pair = {(str(link["from"]), str(link["to"])): link for link in links}
+    for link in links:
+        a, b = str(link["from"]), str(link["to"])
+        back = by_pair.get((b, a))
+        bend = 0.18 if back is not None else 0.0  # a duplex wire: the two directions apart
+        ax.add_patch(FancyArrowPatch(pos[a], pos[b], arrowstyle="-|>", mutation_scale=14, lw=1.4, color="0.3",
+                                     connectionstyle=f"arc3,rad={bend}", shrinkA=16, shrinkB=16))  # fmt: skip
+        rate, delay_ns = shape(link)
+        (x0, y0), (x1, y1) = pos[a], pos[b]
+        mx, my = (x0 + x1) / 2, (y0 + y1) / 2
+        name = printable(str(link["name"]))
+        if back is not None and shape(back) == (rate, delay_ns):
+            if links.index(back) < links.index(link):
+                continue  # labelled with its reverse
+            name = f"{name}, {printable(str(back['name']))}"
+            off = 0.0
+        else:
+            off = 0.16 if bend == 0 else (0.22 if (x1 - x0) + (y1 - y0) > 0 else -0.22)
+        ax.text(mx, my + off, f"{name}\n{rate}, {delay_ns / 1e6:g} ms",
+                ha="center", va="center", fontsize="x-small", color="0.2",
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.85})  # fmt: skip
+    for x, (px, py) in pos.items():
+        ax.plot([px], [py], "o", ms=18, color="white", mec="0.2", mew=1.2, zorder=3)
+        ax.text(px, py, printable(x), ha="center", va="center", fontsize="x-small", zorder=4)
+    # flow groups: a legend line per group with its path
+    seen: dict[int, dict[str, Any]] = {}
+    for f in ir.get("flows", []):
+        seen.setdefault(int(f.get("group", 0)), f)
+    handles = []
+    for g, f in seen.items():
+        n = sum(1 for x in ir["flows"] if int(x.get("group", 0)) == g)
+        ack = f" ; ACKs {' → '.join(f['ack_path'])}" if f.get("ack_path") else ""
+        label = printable(f"group {g}: {n} × {f['cca']}, {' → '.join(f.get('path', []))}{ack}")
+        handles.append(Line2D([], [], color=color_for(str(f["cca"])), lw=2, label=label))
+    if handles:
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize="x-small",
+                  ncol=1, frameon=False)  # fmt: skip
+    ax.set_xlim(min(xs) - 0.5, max(xs) + 0.5)
+    ax.set_ylim(min(ys) - 0.6, max(ys) + 0.6)
+    ax.set_aspect("auto")
     return fig
 
 

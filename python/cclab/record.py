@@ -56,6 +56,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from cclab.metrics import json_safe
+from cclab.metrics import with_link_column
 from cclab.resolve import migrate_ir
 
 __all__ = [
@@ -339,7 +340,7 @@ def read_run(path: str | Path) -> Run:
     try:
         run = Run(
             flows=None,
-            link=pq.read_table(p / LINK).to_pandas(),
+            link=with_link_column(pq.read_table(p / LINK).to_pandas()),  # records before topologies: one link
             summary=json.loads((p / SUMMARY).read_text()),
             meta=meta,
             ir=migrate_ir(json.loads((p / RESOLVED).read_text())),

@@ -170,6 +170,18 @@ def _run_body(t: Target, figures_dir: str | Path | None) -> list[str]:
         parts.append(_records_table("per algorithm", [{"cca": k, **v} for k, v in per_alg.items()]))
     if summ.get("per_flow"):
         parts.append(_records_table("per flow", summ["per_flow"]))
+    per_link = summ.get("per_link") or {}
+    if len(per_link) > 1:  # a topology (its drawing is the first figure below)
+        def row(name: str, x: dict[str, Any]) -> dict[str, Any]:
+            out: dict[str, Any] = {"link": name}
+            for key, value in x.items():
+                if isinstance(value, dict):
+                    out.update({f"{key}_{k}": v for k, v in value.items()})
+                else:
+                    out[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
+            return out
+
+        parts.append(_records_table("per link", [row(k, x) for k, x in per_link.items()]))
     parts.append("<h2>Figures</h2>")
     parts += _figures(t, figures.default_specs(t), figures_dir)
     parts.append("<details><summary>Resolved scenario (IR)</summary><pre>"
@@ -178,11 +190,14 @@ def _run_body(t: Target, figures_dir: str | Path | None) -> list[str]:
 
 
 def _short_ir(ir: dict[str, Any]) -> dict[str, Any]:
-    cap = ir.get("link", {}).get("capacity", {})
-    if "opportunities_ns" in cap:  # a trace: thousands of numbers
-        n = len(cap["opportunities_ns"])
-        ir = {**ir, "link": {**ir["link"], "capacity": {**cap, "opportunities_ns": f"[{n} delivery opportunities]"}}}
-    return ir
+    def short(link: dict[str, Any]) -> dict[str, Any]:
+        cap = link.get("capacity", {})
+        if "opportunities_ns" in cap:  # a trace: thousands of numbers
+            n = len(cap["opportunities_ns"])
+            return {**link, "capacity": {**cap, "opportunities_ns": f"[{n} delivery opportunities]"}}
+        return link
+
+    return {**ir, "links": [short(link) for link in ir.get("links", [])]}
 
 
 def _kv_table(title: str, d: dict[str, Any]) -> str:

@@ -11,15 +11,25 @@ scenario was built):
 * every flow (each staggered one too) starts before the end of the run;
   ``stop`` is after its start and not after the end of the run (a flow that
   would stop later should leave ``stop`` out);
-* ``rtt`` ≥ 2 × the bottleneck's one-way delay (also every delay a schedule sets);
+* the topology: every ``path``/``ack_path`` names links of the scenario, is
+  not empty, has no link twice and is connected (each link starts at the node
+  the previous one goes to); an ``ack_path`` leads from the node where the
+  data path ends back to the node where it starts (the sender); ``path`` is
+  required when there are several links; a link no flow crosses is a
+  :class:`~cclab.errors.ScenarioWarning`;
+* ``rtt`` ≥ the propagation delay of the flow's links at 0 s (its path, plus
+  its ACK path); without ``rtt`` (named links only) the flow's RTT is that
+  round trip (twice the path's delay when ACKs return uncongested). A
+  schedule may later change any link's delay by any factor;
 * ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
 * the queue discipline's parameters that depend on the link (RED's thresholds
   default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`;
 * a policer's bucket holds at least one full packet (else it drops every packet).
 
-BDP buffers (``"1.75bdp"``) use the bottleneck rate at 0 s (a trace's mean
-rate) and the minimum RTT over all flows:
-``bytes = ⌈X · rate · rtt / 8⌉``, computed exactly (rationals, no floats).
+BDP buffers (``"1.75bdp"``) use the link's rate at 0 s (a trace's mean
+rate) and the minimum RTT of the flows that cross the link (data or ACKs; of
+all flows if none does): ``bytes = ⌈X · rate · rtt / 8⌉``, computed exactly
+(rationals, no floats).
 
 Flow start offsets (``start_offset``, default one base RTT): every flow
 starts a random offset after its configured start, drawn per trial from the
@@ -48,18 +58,21 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import warnings
 from decimal import Decimal
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any
 
 from . import qdisc as qdiscs
 from . import units
-from .errors import ScenarioError
-from .scenario import DEFAULT_START_OFFSET, HEADER_BYTES, Cca, LossModel, Scenario
+from .errors import ScenarioError, ScenarioWarning
+from .scenario import DEFAULT_START_OFFSET, ONE_LINK_NODES, HEADER_BYTES, Cca, Link, LossModel, Scenario
 from .traces import BYTES_PER_OPPORTUNITY, load_trace
 
 __all__ = ["IR_VERSION", "resolve", "ir_hash", "canonical_json", "buffer_bytes_for_bdp", "host_ir", "migrate_ir",
-           "start_offset_ns", "flows_interval_ns", "AUTO_FLOW_ROWS", "describe_record", "describe_start_offsets"]
+           "start_offset_ns", "flows_interval_ns", "AUTO_FLOW_ROWS", "describe_record", "describe_start_offsets",
+           "link_field"]
 
 #: "auto" per-flow record interval: at most this many per-flow rows (flows × samples) at the sample interval;
 #: above it the per-flow series are coarsened (docs/record.md "Records at scale").
@@ -99,11 +112,17 @@ def flows_interval_ns(n_flows: int, duration_ns: int, sample_ns: int, window: tu
 
 
 #: Version of the IR produced (``ir_version``); must match ``IR_VERSION`` in crates/cclab-sim/src/scenario.rs.
-#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``.
-#: Within 3, two optional fields were added that older engines reject and older IRs lack (so
-#: their hashes, and the records of sweeps stored before, stay the same): ``flows[].start_offset_ns``
-#: and ``record``.
-IR_VERSION = 3
+#: 1 → 2: ``host``; 2 → 3: ``link.qdisc`` replaces the free string ``link.aqm``, ``flows[].ecn``;
+#: within 3, optional fields absent when unused (so the IRs, their hashes and the sweeps stored
+#: before keep theirs): ``flows[].start_offset_ns``, ``record``, ``link.policer``;
+#: 3 → 4: topologies — ``links`` (named, with ``from``/``to`` nodes) replaces ``link``; flows get
+#: ``path``, ``ack_path``, ``ack_every`` and ``sack``.
+IR_VERSION = 4
+
+#: The one-link form as IR version 4 spells it (what a v3 IR's ``link`` becomes).
+_ONE_LINK = {"name": "link", "from": "left", "to": "right"}
+#: What a v3 flow becomes in version 4: the one link, an uncongested return, Linux's receiver.
+_V3_FLOW = {"path": ["link"], "ack_path": [], "ack_every": 2, "sack": True}
 
 
 def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
@@ -114,23 +133,66 @@ def migrate_ir(ir: dict[str, Any]) -> dict[str, Any]:
       becomes ``link.qdisc = {"kind": "droptail"}``; flows get ``ecn: false``.
       (v1 → v2 added ``host``, which depends on the scenario: a v1 IR keeps
       its version for that part and the engine refuses to run it.)
+    * v3 → v4: ``link`` becomes ``links = [{"name": "link", "from": "left",
+      "to": "right", …}]``; every flow gets ``path = ["link"]``, ``ack_path =
+      []`` (the uncongested return), ``ack_every = 2`` and ``sack = true`` —
+      the same topology and the same computation (tests/test_golden.py).
 
     The input is not modified; a current IR is returned unchanged.
     """
     version = ir.get("ir_version")
-    if not isinstance(version, int) or version >= 3:
+    if not isinstance(version, int) or version >= IR_VERSION:
         return ir
     out = json.loads(json.dumps(ir))
-    link = out.get("link", {})
-    if "aqm" in link:
-        aqm = link.pop("aqm")
-        if aqm != "droptail":
-            raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent (only 'droptail' existed)")
-        link["qdisc"] = {"kind": "droptail"}
+    if version < 3:
+        link = out.get("link", {})
+        if "aqm" in link:
+            aqm = link.pop("aqm")
+            if aqm != "droptail":
+                raise ValueError(f"ir_version {version}: link.aqm {aqm!r} has no qdisc equivalent "
+                                 "(only 'droptail' existed)")
+            link["qdisc"] = {"kind": "droptail"}
+        for flow in out.get("flows", []):
+            flow.setdefault("ecn", False)
+        if "host" not in out:
+            return out  # v1: the host section cannot be made up; the engine refuses it
+    if "link" in out:
+        out["links"] = [{**_ONE_LINK, **out.pop("link")}]
     for flow in out.get("flows", []):
-        flow.setdefault("ecn", False)
-    if "host" in out:
-        out["ir_version"] = IR_VERSION
+        for key, value in _V3_FLOW.items():
+            flow.setdefault(key, json.loads(json.dumps(value)))
+    out["ir_version"] = IR_VERSION
+    return out
+
+
+def link_field(ir: Mapping[str, Any], link: Mapping[str, Any]) -> str:
+    """Where a link of the IR ``ir`` was written in the scenario: ``link`` for the one-link form,
+    ``links.NAME`` for named links (the prefix of error messages about it)."""
+    links = ir.get("links") or []
+    if len(links) == 1 and all(link.get(k) == v for k, v in _ONE_LINK.items()):
+        return "link"
+    return f"links.{link.get('name')}"
+
+
+def _as_v3(ir: dict[str, Any]) -> dict[str, Any] | None:
+    """The version-3 form of a current IR that version 3 could express (one link named ``link`` from
+    ``left`` to ``right``, every flow on it with an uncongested return and Linux's receiver), else None.
+    Exactly the inverse of :func:`migrate_ir` on that set."""
+    if ir.get("ir_version") != IR_VERSION:
+        return None
+    links = ir.get("links")
+    if not isinstance(links, list) or len(links) != 1:
+        return None
+    link = links[0]
+    if any(link.get(k) != v for k, v in _ONE_LINK.items()):
+        return None
+    flows = ir.get("flows", [])
+    if any(any(f.get(k) != v for k, v in _V3_FLOW.items()) for f in flows):
+        return None
+    out = {k: v for k, v in ir.items() if k != "links"}
+    out["ir_version"] = 3
+    out["link"] = {k: v for k, v in link.items() if k not in _ONE_LINK}
+    out["flows"] = [{k: v for k, v in f.items() if k not in _V3_FLOW} for f in flows]
     return out
 
 #: net.ipv4.tcp_rmem / tcp_wmem min and default (Linux's defaults; the default is the initial buffer).
@@ -162,14 +224,28 @@ def canonical_json(ir: dict[str, Any]) -> str:
 def ir_hash(ir: dict[str, Any]) -> str:
     """SHA-256 (hex) of the IR's canonical JSON — the content address of a run's input.
 
-    The trace file's *path* (``link.capacity.path``) is left out: it is
-    provenance only (the trace's content is in the IR as ``opportunities_ns``), and
-    leaving it out keeps the hash identical on machines where cclab is installed
-    in another directory.
+    * The trace file's *path* (``capacity.path`` of a link) is left out: it is
+      provenance only (the trace's content is in the IR as ``opportunities_ns``), and
+      leaving it out keeps the hash identical on machines where cclab is installed
+      in another directory.
+    * An IR that version 3 could express (one link, an uncongested return,
+      Linux's receiver — every scenario written before topologies) is hashed in
+      its version-3 form, and a stored v3 IR as it is: the same scenario keeps
+      the content address it had, so sweeps stored before version 4 resume
+      without running anything again (a run id is this hash with the backend
+      and engine version, :func:`cclab.store.run_id`).
     """
-    capacity = ir.get("link", {}).get("capacity", {})
-    if "path" in capacity:
-        ir = {**ir, "link": {**ir["link"], "capacity": {k: v for k, v in capacity.items() if k != "path"}}}
+    version = ir.get("ir_version")
+    if isinstance(version, int) and version < IR_VERSION:
+        ir = migrate_ir(ir)
+    ir = _as_v3(ir) or ir
+    if "link" in ir:
+        capacity = ir["link"].get("capacity", {})
+        if "path" in capacity:
+            ir = {**ir, "link": {**ir["link"], "capacity": {k: v for k, v in capacity.items() if k != "path"}}}
+    else:
+        ir = {**ir, "links": [{**link, "capacity": {k: v for k, v in link.get("capacity", {}).items() if k != "path"}}
+                              for link in ir.get("links", [])]}
     return hashlib.sha256(canonical_json(ir).encode("utf-8")).hexdigest()
 
 
@@ -253,64 +329,26 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
 
     mss = scenario.mss
     packet = mss + HEADER_BYTES
-    link = scenario.link
-
-    # Capacity at 0 s (for the BDP) and its IR form.
-    if link.trace is not None:
-        trace = load_trace(link.trace, scenario.base_dir)
-        if packet > BYTES_PER_OPPORTUNITY:
-            raise ScenarioError("mss", mss, f"{mss} + {HEADER_BYTES} header bytes does not fit a trace's "
-                                f"{BYTES_PER_OPPORTUNITY}-byte delivery opportunity",
-                                f"expected mss ≤ {BYTES_PER_OPPORTUNITY - HEADER_BYTES} on a trace link")
-        capacity: dict[str, Any] = {
-            "kind": "trace",
-            "path": str(trace.path),
-            "opportunities_ns": trace.opportunities_ns,
-            "period_ns": trace.period_ns,
-            "bytes_per_opportunity": BYTES_PER_OPPORTUNITY,
-        }
-        initial_rate: Fraction = trace.mean_rate
-        rate_words = f"the trace's mean rate {units.format_rate(float(initial_rate))}"
-    else:
-        assert link.rate is not None  # the Link model guarantees rate or trace
-        rate_bps = _rate(link.rate, "link.rate")
-        capacity = {"kind": "constant", "rate_bps": rate_bps}
-        initial_rate = Fraction(rate_bps)
-        rate_words = f"link.rate {link.rate!r}"
-
-    delay = link.delay.ns
-    delays = [("link.delay", link.delay, delay)]
-    schedule: list[dict[str, Any]] = []
-    for index, entry in enumerate(link.schedule):
-        where = f"link.schedule[{index}]"
-        at = entry.at.ns
-        if at >= duration:
-            raise ScenarioError(f"{where}.at", entry.at, f"{entry.at!r} is not before the end of the run", within_run)
-        change_delay = None if entry.delay is None else entry.delay.ns
-        if change_delay is not None:
-            delays.append((f"{where}.delay", entry.delay, change_delay))
-        schedule.append({
-            "at_ns": at,
-            "rate_bps": None if entry.rate is None else _rate(entry.rate, f"{where}.rate"),
-            "delay_ns": change_delay,
-            "loss": None if entry.loss is None else _loss_ir(entry.loss),
-        })
+    one_link = scenario.links is None
+    topology = scenario.topology
+    names = list(topology)
+    nodes = {name: (ONE_LINK_NODES if one_link else (link.from_, link.to))  # type: ignore[attr-defined]
+             for name, link in topology.items()}
+    prefix = {name: "link" if one_link else f"links.{name}" for name in names}
+    resolved = {name: _link_ir(link, prefix[name], duration, within_run, mss, packet, scenario)
+                for name, link in topology.items()}
 
     # Flows: groups expanded, ids sequential over all groups; each start moved by its random offset.
     offset_text = scenario.start_offset if scenario.start_offset is not None else DEFAULT_START_OFFSET
     offset_kind, offset_amount = units.parse_start_offset(offset_text, "start_offset")
     flows: list[dict[str, Any]] = []
-    max_delay_field, max_delay_text, max_delay = max(delays, key=lambda d: d[2])
     for g, group in enumerate(scenario.flows):
         where = f"flows[{g}]"
         cca, cca_params = _cca(group.cca)
-        rtt = group.rtt.ns
-        if rtt < 2 * max_delay:
-            raise ScenarioError(f"{where}.rtt", group.rtt,
-                                f"{group.rtt!r} is less than twice the bottleneck's one-way delay "
-                                f"({max_delay_field} = {max_delay_text!r})",
-                                f"expected rtt ≥ {fmt_d(2 * max_delay)} (the RTT includes the bottleneck's delay "
-                                "both ways)")
+        path, ack_path = _paths(group, where, names, nodes)
+        fwd = sum(resolved[name].delay for name in path)
+        back = sum(resolved[name].delay for name in ack_path)
+        rtt = _flow_rtt(group, where, path, ack_path, fwd, back, resolved)
         start = group.start.ns
         stagger = group.stagger.ns
         stop = None if group.stop is None else group.stop.ns
@@ -360,56 +398,71 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                 "bytes": nbytes,
                 "rwnd_bytes": rwnd,
                 "ecn": bool(group.ecn),
+                "path": list(path),
+                "ack_path": list(ack_path),
+                "ack_every": group.ack_every_segments,
+                "sack": bool(group.sack),
             }
             if offset:
                 flow["start_offset_ns"] = offset
             flows.append(flow)
 
-    # Buffer.
-    spec = link.buffer.spec
-    buffer: dict[str, Any] = {"bytes": None, "packets": None}
-    if spec.kind == "packets":
-        buffer["packets"] = int(spec.amount)
-    else:
-        if spec.kind == "bdp":
-            min_rtt = min(flow["rtt_ns"] for flow in flows)
-            nbytes_buffer = buffer_bytes_for_bdp(spec.amount, initial_rate, min_rtt)
-            how = f"{spec.amount} × {rate_words} × min flow RTT {fmt_d(min_rtt)} = {nbytes_buffer} bytes"
-        else:
-            nbytes_buffer = int(spec.amount)
-            how = f"{nbytes_buffer} bytes"
-        if nbytes_buffer < packet:
-            raise ScenarioError("link.buffer", link.buffer, f"{link.buffer!r} is less than one packet ({how})",
-                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
-        buffer["bytes"] = nbytes_buffer
+    # Buffers (a BDP from the flows that cross each link) and queue disciplines.
+    links_ir: list[dict[str, Any]] = []
+    for name in names:
+        link, r, field = topology[name], resolved[name], prefix[name]
+        crossing = [f["rtt_ns"] for f in flows if name in f["path"] or name in f["ack_path"]]
+        if not crossing and not one_link:
+            warnings.warn(ScenarioWarning(f"{field}: no flow crosses this link (no path or ack_path names it); "
+                                          "it carries nothing"), stacklevel=2)
+        buffer = _buffer_ir(link, field, packet, r, min(crossing or [f["rtt_ns"] for f in flows]),
+                            "min RTT of the flows crossing it" if not one_link else "min flow RTT")
+        qdisc = qdiscs.qdisc_ir(
+            link.qdisc_name, link.qdisc_params, field=f"{field}.qdisc", packet_bytes=packet,
+            limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
+            link_rate_bps=int(r.initial_rate),
+        )  # fmt: skip
+        policer = None  # absent when off: scenarios without a policer keep their IR and its hash
+        if link.policer is not None:
+            burst = link.policer.burst.bytes
+            if burst < packet:
+                raise ScenarioError(f"{field}.policer.burst", link.policer.burst,
+                                    f"{link.policer.burst!r} is less than one packet ({burst} bytes): "
+                                    "the policer would drop every packet",
+                                    f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+            policer = {"rate_bps": _rate(link.policer.rate, f"{field}.policer.rate"), "burst_bytes": burst}
+        links_ir.append({
+            "name": name,
+            "from": nodes[name][0],
+            "to": nodes[name][1],
+            "capacity": r.capacity,
+            "delay_ns": r.delay,
+            "buffer": buffer,
+            "loss": _loss_ir(link.loss),
+            "schedule": r.schedule,
+            "qdisc": qdisc,
+            **({"policer": policer} if policer else {}),
+        })
 
-    policer = None  # absent when off: scenarios without a policer keep their IR and its hash
-    if link.policer is not None:
-        burst = link.policer.burst.bytes
-        if burst < packet:
-            raise ScenarioError("link.policer.burst", link.policer.burst,
-                                f"{link.policer.burst!r} is less than one packet ({burst} bytes): "
-                                "the policer would drop every packet",
-                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
-        policer = {"rate_bps": _rate(link.policer.rate, "link.policer.rate"), "burst_bytes": burst}
-
-    qdisc = qdiscs.qdisc_ir(
-        link.qdisc_name, link.qdisc_params, field="link.qdisc", packet_bytes=packet,
-        limit_bytes=buffer["bytes"] if buffer["bytes"] is not None else buffer["packets"] * packet,
-        link_rate_bps=int(initial_rate),
-    )  # fmt: skip
-
-    max_rate = max([float(initial_rate)] + [float(c["rate_bps"]) for c in schedule if c.get("rate_bps")])
+    rates = {name: max([float(r.initial_rate)] + [float(c["rate_bps"]) for c in r.schedule if c.get("rate_bps")])
+             for name, r in resolved.items()}
+    fastest = max(names, key=lambda n: rates[n])
+    max_rate = rates[fastest]
     max_rtt = max(flow["rtt_ns"] for flow in flows)
-    host = host_ir(max_rate, max_rtt, buffer["bytes"] or 0)
+    host = host_ir(max_rate, max_rtt, sum(link["buffer"]["bytes"] or 0 for link in links_ir))
     if host["tcp_rmem"][2] > MAX_SOCKET_BUFFER:
-        raise ScenarioError("link.rate" if link.rate is not None else "link.trace", link.rate or link.trace,
+        fast = topology[fastest]
+        raise ScenarioError(f"{prefix[fastest]}.rate" if fast.rate is not None else f"{prefix[fastest]}.trace",
+                            fast.rate or fast.trace,
                             f"the highest rate {units.format_rate(max_rate)} with the longest RTT {fmt_d(max_rtt)} "
                             f"needs socket buffers of {host['tcp_rmem'][2]:,} bytes (4 × BDP + buffer), "
                             "more than the 4 GiB a socket buffer can be",
                             "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
     jitter = scenario.host.jitter_table
+    if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
+        raise ScenarioError("host.jitter", scenario.host.jitter, "host jitter is modelled on one-link topologies with "
+                            "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
     if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
         host["jitter_ns"] = jitter
     record = _record_ir(scenario, len(flows), duration, sample, (measure_from, measure_to))
@@ -422,15 +475,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         "measure": {"from_ns": measure_from, "to_ns": measure_to},
         "mss": mss,
         "header_bytes": HEADER_BYTES,
-        "link": {
-            "capacity": capacity,
-            "delay_ns": delay,
-            "buffer": buffer,
-            "loss": _loss_ir(link.loss),
-            "schedule": schedule,
-            "qdisc": qdisc,
-            **({"policer": policer} if policer else {}),
-        },
+        "links": links_ir,
         "flows": flows,
         "host": host,
     }
@@ -485,6 +530,143 @@ def _record_ir(scenario: Scenario, n_flows: int, duration: int, sample: int,
     if interval == sample and stored:
         return None
     return {"flows_interval_ns": interval, "flows_stored": stored}
+
+
+class _Link:
+    """A link's capacity, delay and schedule in IR form, before its buffer (which needs the flows)."""
+
+    def __init__(self, capacity: dict[str, Any], initial_rate: Fraction, rate_words: str, delay: int,
+                 schedule: list[dict[str, Any]]) -> None:
+        self.capacity, self.initial_rate, self.rate_words = capacity, initial_rate, rate_words
+        self.delay, self.schedule = delay, schedule
+
+
+def _link_ir(link: Link, field: str, duration: int, within_run: str, mss: int, packet: int,
+             scenario: Scenario) -> _Link:
+    if link.trace is not None:
+        trace = load_trace(link.trace, scenario.base_dir)
+        if packet > BYTES_PER_OPPORTUNITY:
+            raise ScenarioError("mss", mss, f"{mss} + {HEADER_BYTES} header bytes does not fit a trace's "
+                                f"{BYTES_PER_OPPORTUNITY}-byte delivery opportunity",
+                                f"expected mss ≤ {BYTES_PER_OPPORTUNITY - HEADER_BYTES} on a trace link")
+        capacity: dict[str, Any] = {
+            "kind": "trace",
+            "path": str(trace.path),
+            "opportunities_ns": trace.opportunities_ns,
+            "period_ns": trace.period_ns,
+            "bytes_per_opportunity": BYTES_PER_OPPORTUNITY,
+        }
+        initial_rate: Fraction = trace.mean_rate
+        rate_words = f"the trace's mean rate {units.format_rate(float(initial_rate))}"
+    else:
+        assert link.rate is not None  # the Link model guarantees rate or trace
+        rate_bps = _rate(link.rate, f"{field}.rate")
+        capacity = {"kind": "constant", "rate_bps": rate_bps}
+        initial_rate = Fraction(rate_bps)
+        rate_words = f"{field}.rate {link.rate!r}"
+    delay = link.delay.ns
+    schedule: list[dict[str, Any]] = []
+    for index, entry in enumerate(link.schedule):
+        where = f"{field}.schedule[{index}]"
+        at = entry.at.ns
+        if at >= duration:
+            raise ScenarioError(f"{where}.at", entry.at, f"{entry.at!r} is not before the end of the run", within_run)
+        schedule.append({
+            "at_ns": at,
+            "rate_bps": None if entry.rate is None else _rate(entry.rate, f"{where}.rate"),
+            "delay_ns": None if entry.delay is None else entry.delay.ns,
+            "loss": None if entry.loss is None else _loss_ir(entry.loss),
+        })
+    return _Link(capacity, initial_rate, rate_words, delay, schedule)
+
+
+def _paths(group: Any, where: str, names: list[str], nodes: dict[str, tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """A flow group's data path and ACK path (names), checked against the topology."""
+    listing = f"the scenario's links: {', '.join(names)}"
+    if group.path is None:
+        if len(names) > 1:
+            raise ScenarioError(f"{where}.path", None, "required field missing",
+                                f"expected the links its data crosses, in order, e.g. path = {names[:2]!r}; {listing}")
+        path = list(names)
+    else:
+        path = _link_list(group.path, f"{where}.path", names, nodes, listing)
+    ack_path: list[str] = []
+    if group.ack_path is not None:
+        ack_path = _link_list(group.ack_path, f"{where}.ack_path", names, nodes, listing)
+        start, end = nodes[path[0]][0], nodes[path[-1]][1]
+        first, last = ack_path[0], ack_path[-1]
+        if nodes[first][0] != end:
+            raise ScenarioError(f"{where}.ack_path", group.ack_path,
+                                f"starts at node {nodes[first][0]!r} (link {first!r}), not at {end!r} where the data "
+                                f"path ends (its receiver)", f"expected an ack_path from {end!r} back to {start!r}")
+        if nodes[last][1] != start:
+            raise ScenarioError(f"{where}.ack_path", group.ack_path,
+                                f"does not end at the sender: it ends at node {nodes[last][1]!r} (link {last!r}), "
+                                f"the sender is at {start!r} where the data path starts",
+                                f"expected an ack_path from {end!r} back to {start!r}")
+    return path, ack_path
+
+
+def _link_list(value: list[str], field: str, names: list[str], nodes: dict[str, tuple[str, str]],
+               listing: str) -> list[str]:
+    if not value:
+        what = ("expected at least one link, e.g. path = " + repr(names[:1]) if field.endswith(".path")
+                else "leave ack_path out for an uncongested return, or name the links its ACKs cross")
+        raise ScenarioError(field, value, "[] is empty", what)
+    for j, name in enumerate(value):
+        if name not in nodes:
+            raise ScenarioError(f"{field}[{j}]", name, f"{name!r} is not a link of this scenario", listing)
+        if name in value[:j]:
+            raise ScenarioError(field, value, f"link {name!r} appears twice",
+                                "expected each link at most once on a path")
+        if j > 0 and nodes[value[j - 1]][1] != nodes[name][0]:
+            prev = value[j - 1]
+            raise ScenarioError(f"{field}[{j}]", name,
+                                f"link {name!r} starts at node {nodes[name][0]!r}, not at {nodes[prev][1]!r} where "
+                                f"{prev!r} ends", "expected consecutive links (each from the node the previous one goes to)")
+    return list(value)
+
+
+def _flow_rtt(group: Any, where: str, path: list[str], ack_path: list[str], fwd: int, back: int,
+              resolved: dict[str, _Link]) -> int:
+    """The flow's base RTT: given, or the round trip of its links (forward + ACK path; twice the forward
+    delay with an uncongested return). Never below the links' own propagation delay."""
+    fmt_d = units.format_duration
+    if group.rtt is None:
+        rtt = fwd + back if ack_path else 2 * fwd
+        if rtt == 0:
+            raise ScenarioError(f"{where}.rtt", None, "required field missing: the links of its path have no delay",
+                                'expected e.g. rtt = "25ms"')
+        return rtt
+    rtt = group.rtt.ns
+    if rtt < fwd + back:
+        parts = f"{fmt_d(fwd)} over {', '.join(path)}"
+        if ack_path:
+            parts += f" + {fmt_d(back)} back over {', '.join(ack_path)}"
+        raise ScenarioError(f"{where}.rtt", group.rtt,
+                            f"{group.rtt!r} is less than the propagation delay of its links at 0 s ({parts})",
+                            f"expected rtt ≥ {fmt_d(fwd + back)} (the RTT includes every link's delay on its paths)")
+    return rtt
+
+
+def _buffer_ir(link: Link, field: str, packet: int, r: _Link, min_rtt: int, rtt_words: str) -> dict[str, Any]:
+    fmt_d = units.format_duration
+    spec = link.buffer.spec
+    buffer: dict[str, Any] = {"bytes": None, "packets": None}
+    if spec.kind == "packets":
+        buffer["packets"] = int(spec.amount)
+        return buffer
+    if spec.kind == "bdp":
+        nbytes_buffer = buffer_bytes_for_bdp(spec.amount, r.initial_rate, min_rtt)
+        how = f"{spec.amount} × {r.rate_words} × {rtt_words} {fmt_d(min_rtt)} = {nbytes_buffer} bytes"
+    else:
+        nbytes_buffer = int(spec.amount)
+        how = f"{nbytes_buffer} bytes"
+    if nbytes_buffer < packet:
+        raise ScenarioError(f"{field}.buffer", link.buffer, f"{link.buffer!r} is less than one packet ({how})",
+                            f"expected at least one full packet: mss + {HEADER_BYTES} = {packet} bytes")
+    buffer["bytes"] = nbytes_buffer
+    return buffer
 
 
 #: Largest socket buffer (bytes): Linux's and the engine's are 32-bit (host.tcp_rmem max < 4 GiB).

@@ -13,7 +13,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     record = { flows = "auto" }      # per-flow series: "auto" (every sample; coarser for large runs),
                                      # a multiple of sample_interval ("1s"), or "off" (summary only)
 
-    [link]
+    [link]                           # the one-link form (a dumbbell); or named links:
     rate = "80Mbps"                  # exactly one of rate | trace
     # trace = "traces/Verizon-LTE-short.down"
     # schedule = [{ at = "20s", rate = "160Mbps" }]   # needs rate; not with trace
@@ -24,10 +24,20 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
                                      # (the old `aqm = "droptail"` is read as qdisc = "droptail")
     policer = { rate = "5Mbps", burst = "30KB" }   # optional token bucket in front of the queue
 
+    # [links.core]                   # instead of [link]: named links, each one direction of a wire
+    # from = "r1"                    # required: the nodes it connects (docs/topologies.md)
+    # to = "r2"
+    # rate = "10Mbps"                # and every field of [link]
+
     [[flows]]
     cca = "bbr"                      # required; or { name = "bbr", cwnd_gain = 1.5 }
     count = 2                        # default 1
-    rtt = "25ms"                     # required
+    rtt = "25ms"                     # required with [link]; with [links] default: the path's round trip
+    # path = ["access1", "core"]     # the links its data crosses (required with several links)
+    # ack_path = ["core-back"]       # the links its ACKs cross back (default: an uncongested return)
+    # delayed_ack = false            # default true (Linux: ACK every second segment, else after 40 ms)
+    # ack_every = 1                  # default 2; 1 = ACK every segment at once (= delayed_ack = false)
+    # sack = false                   # default true
     start = "0s"                     # default "0s"
     stagger = "2s"                   # default "0s"
     stop = "50s"                     # optional, absolute time the application stops writing
@@ -75,6 +85,7 @@ __all__ = [
     "Scenario",
     "Measure",
     "Link",
+    "NamedLink",
     "ScheduleEntry",
     "LossModel",
     "Qdisc",
@@ -101,6 +112,12 @@ MAX_MSS = 9000 - HEADER_BYTES
 #: instead: the resource estimate (cclab.limits, ~20 kB per flow) refuses more than the
 #: 8 GB limit allows (~390 000 flows) unless --allow-large; docs/performance.md "Limits".
 MAX_COUNT = 1_000_000
+#: Largest ``ack_every`` (segments per ACK); ns-3's DelAckCount and Linux stay far below.
+MAX_ACK_EVERY = 64
+
+#: The name of the link of the one-link form ``[link]`` (its nodes: ``left`` → ``right``).
+ONE_LINK_NAME = "link"
+ONE_LINK_NODES = ("left", "right")
 
 _LOSS_MODELS = {"gilbert-elliott": "gilbert-elliott", "gilbert_elliott": "gilbert-elliott", "bernoulli": "bernoulli"}
 
@@ -124,6 +141,14 @@ Duration = Annotated[str, _typed(units.Duration)]
 PositiveDuration = Annotated[str, _typed(units.Duration, allow_zero=False)]
 Size = Annotated[str, _typed(units.Size)]
 Buffer = Annotated[str, _typed(units.Buffer)]
+
+
+def clip_name(name: Any) -> str:
+    """A user's table key, printable and short, for an error's field path."""
+    from .errors import printable
+
+    text = printable(str(name))
+    return text if len(text) <= MAX_NAME else text[: MAX_NAME - 1] + "…"
 
 
 def _integer(value: Any, lowest: int, highest: int, example: str) -> int:
@@ -467,6 +492,43 @@ class Link(_Model):
         return self
 
 
+#: Link and node names: letters, digits, ``_`` and ``-`` (a name appears in sweep axis paths such as
+#: ``links.core.rate`` and in record columns), at most this long.
+MAX_NAME = 64
+
+
+def check_name(value: Any, what: str, example: str) -> str:
+    """A link or node name, or a one-line :class:`ScenarioError`."""
+    allowed = f"expected 1 to {MAX_NAME} letters, digits, '_' or '-' (e.g. {example})"
+    if not isinstance(value, str):
+        raise ScenarioError("", value, f"{show_value(value)} is not a {what} name", allowed)
+    if not value or len(value) > MAX_NAME or not all(c.isascii() and (c.isalnum() or c in "_-") for c in value):
+        raise ScenarioError("", value, f"{show_value(value)} is not a usable {what} name", allowed)
+    return value
+
+
+class NamedLink(Link):
+    """One link of a topology (``[links.NAME]``): one direction of a wire from node ``from`` to
+    node ``to`` — one queue, one rate, one delay — with every field of ``[link]``."""
+
+    _where: ClassVar[str] = "links.?"
+
+    from_: str = Field(alias="from")
+    to: str
+
+    @field_validator("from_", "to", mode="before")
+    @classmethod
+    def _node(cls, value: Any) -> str:
+        return check_name(value, "node", '"r1"')
+
+    @model_validator(mode="after")
+    def _two_nodes(self) -> NamedLink:
+        if self.from_ == self.to:
+            raise ScenarioError("to", self.to, f"{self.to!r} is also the link's from node",
+                                "expected a link between two different nodes")
+        return self
+
+
 class Cca(_Model):
     """A congestion control algorithm with parameters.
 
@@ -519,21 +581,64 @@ class FlowGroup(_Model):
 
     cca: str | Cca
     count: int = 1
-    rtt: PositiveDuration
+    rtt: PositiveDuration | None = None
     start: Duration = "0s"
     stagger: Duration = "0s"
     stop: PositiveDuration | None = None
     bytes: Size | None = None
     rwnd: Size | None = None
     ecn: bool = False
+    path: list[str] | None = None
+    ack_path: list[str] | None = None
+    delayed_ack: bool = True
+    ack_every: int | None = None
+    sack: bool = True
 
-    @field_validator("ecn", mode="before")
+    @field_validator("ecn", "delayed_ack", "sack", mode="before")
     @classmethod
-    def _ecn(cls, value: Any) -> Any:
+    def _switch(cls, value: Any, info: Any) -> Any:
         if not isinstance(value, bool):
+            meaning = {"ecn": "ECN-capable packets", "delayed_ack": "Linux's delayed ACKs",
+                       "sack": "selective acknowledgments"}[info.field_name]
             raise ScenarioError("", value, f"{show_value(value)} is not true or false",
-                                "expected ecn = true (ECN-capable packets) or false")
+                                f"expected {info.field_name} = true ({meaning}) or false")
         return value
+
+    @field_validator("path", "ack_path", mode="before")
+    @classmethod
+    def _links(cls, value: Any, info: Any) -> Any:
+        example = '["access1", "core"]' if info.field_name == "path" else '["core-back", "access1-back"]'
+        if value is None:
+            return None
+        if not isinstance(value, (list, tuple)):
+            raise ScenarioError("", value, f"{show_value(value)} is not a list of link names",
+                                f"expected e.g. {info.field_name} = {example}")
+        for index, name in enumerate(value):
+            try:
+                check_name(name, "link", '"core"')
+            except ScenarioError as exc:
+                raise exc.within(f"[{index}]") from None
+        return list(value)
+
+    @field_validator("ack_every", mode="before")
+    @classmethod
+    def _ack_every(cls, value: Any) -> Any:
+        return None if value is None else _integer(value, 1, MAX_ACK_EVERY, "ack_every = 1")
+
+    @model_validator(mode="after")
+    def _ack_options(self) -> FlowGroup:
+        if self.ack_every is not None and not self.delayed_ack and self.ack_every != 1:
+            raise ScenarioError("ack_every", self.ack_every,
+                                f"ack_every = {self.ack_every} contradicts delayed_ack = false (an ACK for every segment)",
+                                "give one of them: delayed_ack = false is ack_every = 1")
+        return self
+
+    @property
+    def ack_every_segments(self) -> int:
+        """Full segments the receiver lets arrive before it ACKs at once (2: Linux; 1: no delayed ACK)."""
+        if self.ack_every is not None:
+            return self.ack_every
+        return 2 if self.delayed_ack else 1
 
     @field_validator("cca", mode="before")
     @classmethod
@@ -642,11 +747,12 @@ class Host(_Model):
 
 
 class Scenario(_Model):
-    """One experiment: a bottleneck link and the flows crossing it.
+    """One experiment: a bottleneck link (``link``) or named links (``links``), and the flows crossing them.
 
     Built from TOML (:func:`load_scenario`), from a dict (:func:`scenario_from_dict`)
     or directly: ``Scenario(name="x", duration="30s", link=Link(rate="80Mbps"),
-    flows=[FlowGroup(cca="cubic", rtt="25ms")])``. Equality compares the fields
+    flows=[FlowGroup(cca="cubic", rtt="25ms")])``, or with
+    ``links={"core": NamedLink(**{"from": "r1", "to": "r2", "rate": "10Mbps"})}``. Equality compares the fields
     only (not the directory the scenario was loaded from).
     """
 
@@ -658,7 +764,8 @@ class Scenario(_Model):
     measure: Measure = Field(default_factory=Measure)
     start_offset: StartOffset | None = None
     record: Record | None = None
-    link: Link
+    link: Link | None = None
+    links: dict[str, NamedLink] | None = None
     flows: list[FlowGroup]
     host: Host = Field(default_factory=Host)
 
@@ -681,6 +788,44 @@ class Scenario(_Model):
     @classmethod
     def _mss(cls, value: Any) -> int:
         return _integer(value, MIN_MSS, MAX_MSS, f"mss = {DEFAULT_MSS}")
+
+    @field_validator("links", mode="before")
+    @classmethod
+    def _links(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, dict) or not value:
+            raise ScenarioError("", value, f"{show_value(value)} is not a table of named links",
+                                'expected [links.NAME] tables, e.g. [links.core] from = "r1", to = "r2", rate = "10Mbps"')
+        for name in value:
+            try:
+                check_name(name, "link", '[links.core]')
+            except ScenarioError as exc:
+                raise ScenarioError(clip_name(name), name, exc.problem, exc.allowed) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_topology(self) -> Scenario:
+        if self.link is None and self.links is None:
+            raise ScenarioError("link", None, "required field missing",
+                                'expected a [link] table (e.g. rate = "80Mbps"), or named [links.NAME] tables')
+        if self.link is not None and self.links is not None:
+            raise ScenarioError("links", sorted(self.links), "both [link] and [links.NAME] are given",
+                                "give either the one-link form [link] or named links [links.NAME], not both")
+        if self.link is not None:
+            for index, group in enumerate(self.flows):
+                if group.rtt is None:
+                    raise ScenarioError(f"flows[{index}].rtt", None, "required field missing",
+                                        'expected a duration, e.g. rtt = "25ms" (with [link] every flow group gives its RTT)')
+        return self
+
+    @property
+    def topology(self) -> dict[str, Link]:
+        """The links by name: ``{"link": link}`` for the one-link form, else ``links``."""
+        if self.links is not None:
+            return dict(self.links)
+        assert self.link is not None
+        return {ONE_LINK_NAME: self.link}
 
     @field_validator("flows", mode="before")
     @classmethod
@@ -709,18 +854,21 @@ class Scenario(_Model):
     def to_dict(self) -> dict[str, Any]:
         """The scenario as the TOML-shaped dict (TOML spellings, unset optional fields left out)."""
         data = self.model_dump(by_alias=True, exclude_none=True)
-        if not data["link"]["schedule"]:
-            del data["link"]["schedule"]
+        tables = [data["link"]] if "link" in data else list(data["links"].values())
+        for table in tables:
+            if not table["schedule"]:
+                del table["schedule"]
+            q = table.get("qdisc")
+            if isinstance(q, dict):
+                table["qdisc"] = {"name": q["name"], **q["params"]} if q["params"] else q["name"]
         if not data.get("host"):
             data.pop("host", None)
         for group in data["flows"]:
             if isinstance(group["cca"], dict):
                 group["cca"] = {"name": group["cca"]["name"], **group["cca"]["params"]}
-            if not group.get("ecn"):
-                group.pop("ecn", None)
-        q = data["link"].get("qdisc")
-        if isinstance(q, dict):
-            data["link"]["qdisc"] = {"name": q["name"], **q["params"]} if q["params"] else q["name"]
+            for switch, default in (("ecn", False), ("delayed_ack", True), ("sack", True)):
+                if group.get(switch) == default:
+                    group.pop(switch, None)
         return data
 
     def to_toml(self) -> str:
@@ -743,10 +891,11 @@ def scenario_from_dict(data: dict[str, Any], base_dir: Path | str | None = None)
     except RecursionError:  # pragma: no cover - check_depth bounds the nesting first
         raise ScenarioError("", None, "tables or lists are nested too deeply", "expected a scenario table") from None
     scenario.base_dir = base_dir
-    if scenario.link.trace is not None:
-        from .traces import load_trace
+    for link in scenario.topology.values():
+        if link.trace is not None:
+            from .traces import load_trace
 
-        load_trace(scenario.link.trace, scenario.base_dir)
+            load_trace(link.trace, scenario.base_dir)
     return scenario
 
 

@@ -40,7 +40,7 @@ def test_too_many_flows_are_refused():
 
 def test_missing_trace_file_is_refused():
     ir = scenario_ir()
-    ir["link"]["capacity"] = {"kind": "trace", "path": "/nonexistent/trace.down", "opportunities_ns": [1_000_000],
+    ir["links"][0]["capacity"] = {"kind": "trace", "path": "/nonexistent/trace.down", "opportunities_ns": [1_000_000],
                               "period_ns": 1_000_000, "bytes_per_opportunity": 1500}  # fmt: skip
     with pytest.raises(ScenarioError, match="link.trace: trace file does not exist"):
         backend.check(ir)

@@ -3,15 +3,16 @@
 //! as `python -m cclab._link …` (crates/cclab-py, `link_main`):
 //!
 //! * `emulate --ir FILE --snd-netns PATH --rcv-netns PATH --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
-//! * `send --ir FILE --netns PATH --t0 NS`
-//! * `recv --ir FILE --netns PATH --t0 NS --out FILE`
+//! * `emulate-topo --ir FILE --hosts NODE=PATH,NODE=PATH… --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
+//! * `send --ir FILE --netns PATH --t0 NS [--flows I,J…]`
+//! * `recv --ir FILE --netns PATH --t0 NS --out FILE [--listen ADDR]`
 //! * `version`
 //!
 //! It is started by python/cclab/kernel/backend.py, which creates the
 //! namespaces and removes them afterwards; it is not meant to be run by hand.
 
 use crate::config::Ir;
-use crate::{emulator, traffic};
+use crate::{emulator, topo, traffic};
 use std::collections::HashMap;
 use std::io::Write;
 
@@ -45,6 +46,20 @@ fn t0(m: &HashMap<String, String>) -> Result<u64, String> {
         .map_err(|_| "--t0 must be an integer (CLOCK_MONOTONIC ns)".to_string())
 }
 
+/// `--flows I,J…`: the flows a `send` drives (all when absent).
+fn flows_arg(m: &HashMap<String, String>) -> Result<Option<Vec<u32>>, String> {
+    m.get("flows")
+        .map(|s| {
+            s.split(',')
+                .map(|x| {
+                    x.parse()
+                        .map_err(|_| format!("--flows: {x:?} is not a flow id"))
+                })
+                .collect()
+        })
+        .transpose()
+}
+
 /// Run the command line `argv` (`argv[0]` is the program name) and return
 /// the process exit code: 0, or 2 after a one-line error on stderr. Used by
 /// the `cclab-link` binary and by `python -m cclab._link` (the same code
@@ -68,13 +83,40 @@ pub fn main(argv: &[String]) -> i32 {
                 .map(|s| s.parse().unwrap_or(0))
                 .unwrap_or(0),
         }),
-        "send" => traffic::send(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?),
-        "recv" => traffic::recv(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?, get(&m, "out")?),
+        "emulate-topo" => topo::run(&topo::TopoArgs {
+            ir_path: get(&m, "ir")?.into(),
+            hosts: get(&m, "hosts")?
+                .split(',')
+                .map(|x| {
+                    x.split_once('=')
+                        .map(|(n, p)| (n.to_string(), p.to_string()))
+                        .ok_or_else(|| format!("--hosts: {x:?} is not NODE=PATH"))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+            dev: m.get("dev").cloned().unwrap_or_else(|| "cltun".into()),
+            out_dir: get(&m, "out")?.into(),
+            spin_ns: m
+                .get("spin-ns")
+                .map(|s| s.parse().unwrap_or(0))
+                .unwrap_or(0),
+            rt_prio: m
+                .get("rt-prio")
+                .map(|s| s.parse().unwrap_or(0))
+                .unwrap_or(0),
+        }),
+        "send" => traffic::send(&load_ir(&m)?, get(&m, "netns")?, t0(&m)?, flows_arg(&m)?),
+        "recv" => traffic::recv(
+            &load_ir(&m)?,
+            get(&m, "netns")?,
+            t0(&m)?,
+            get(&m, "out")?,
+            m.get("listen").map(|s| s.as_str()),
+        ),
         "version" => {
             println!("cclab-link {}", crate::VERSION);
             Ok(())
         }
-        _ => Err("usage: cclab-link emulate|send|recv|version [--key value …]".into()),
+        _ => Err("usage: cclab-link emulate|emulate-topo|send|recv|version [--key value …]".into()),
     });
     let _ = std::io::stdout().flush();
     match result {

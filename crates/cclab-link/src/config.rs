@@ -18,7 +18,9 @@ pub struct Ir {
     pub sample_interval_ns: u64,
     pub mss: u32,
     pub header_bytes: u32,
-    pub link: Link,
+    /// The topology's links (IR v4); the emulator runs one (`check` in
+    /// python/cclab/kernel/backend.py refuses more before anything starts).
+    pub links: Vec<Link>,
     pub flows: Vec<Flow>,
     /// The measure window: the queueing-delay histogram counts the packets
     /// that leave the bottleneck in it (docs/record.md "Distributions").
@@ -53,11 +55,73 @@ pub struct Flow {
     /// field decides what the queue discipline may mark.
     #[serde(default)]
     pub ecn: bool,
+    /// The links its data and its ACKs cross (IR v4; docs/topologies.md).
+    #[serde(default)]
+    pub path: Vec<String>,
+    #[serde(default)]
+    pub ack_path: Vec<String>,
 }
 
 impl Ir {
+    /// The emulated link.
+    pub fn link(&self) -> &Link {
+        &self.links[0]
+    }
+
+    /// A topology (several links, or ACKs over links): the emulator's
+    /// `emulate-topo` runs it, one host namespace per end node.
+    pub fn is_topology(&self) -> bool {
+        self.links.len() > 1 || self.flows.iter().any(|f| !f.ack_path.is_empty())
+    }
+
+    /// The index of the link named `name`.
+    pub fn link_index(&self, name: &str) -> Result<usize, String> {
+        self.links
+            .iter()
+            .position(|l| l.name == name)
+            .ok_or_else(|| format!("resolved IR: no link named {name:?}"))
+    }
+
+    /// A flow's sender node and receiver node (where its path starts and ends).
+    pub fn flow_nodes(&self, f: &Flow) -> Result<(String, String), String> {
+        let first = f
+            .path
+            .first()
+            .ok_or_else(|| format!("resolved IR: flows[{}].path is empty", f.id))?;
+        let last = f.path.last().unwrap();
+        Ok((
+            self.links[self.link_index(first)?].from.clone(),
+            self.links[self.link_index(last)?].to.clone(),
+        ))
+    }
+
+    /// The host nodes of a topology — every node where a flow starts or ends —
+    /// in the order the links name them (from, then to). Host h has the
+    /// namespace the orchestrator lists h-th and the receiver address
+    /// [`host_addr`]`(h)`. Shared with python/cclab/kernel/netns.py (`hosts`).
+    pub fn hosts(&self) -> Result<Vec<String>, String> {
+        let mut ends = std::collections::BTreeSet::new();
+        for f in &self.flows {
+            let (a, b) = self.flow_nodes(f)?;
+            ends.insert(a);
+            ends.insert(b);
+        }
+        let mut out: Vec<String> = vec![];
+        for l in &self.links {
+            for n in [&l.from, &l.to] {
+                if ends.contains(n) && !out.contains(n) {
+                    out.push(n.clone());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     pub fn from_json(text: &str) -> Result<Ir, String> {
         let ir: Ir = serde_json::from_str(text).map_err(|e| format!("resolved IR: {e}"))?;
+        if ir.links.is_empty() {
+            return Err("resolved IR: no links".into());
+        }
         if ir.sample_interval_ns == 0 {
             return Err("resolved IR: sample_interval_ns must be > 0".into());
         }
@@ -95,6 +159,14 @@ pub const FIRST_HOST: u8 = 10;
 pub const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
 pub const PORT: u16 = 5201;
 
+/// The receiver address of host `h` of a topology (docs/kernel.md "Topologies").
+pub fn host_addr(h: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 77, 2, 1 + h as u8)
+}
+
+/// At most this many hosts (end nodes) in a topology run.
+pub const MAX_HOSTS: usize = 200;
+
 pub fn sender_addr(flow: u32) -> Ipv4Addr {
     Ipv4Addr::new(
         SENDER_NET[0],
@@ -131,23 +203,23 @@ mod tests {
         let text = r#"{"ir_version":3,"name":"x","duration_ns":1000000000,"seed":1,
           "sample_interval_ns":10000000,"measure":{"from_ns":0,"to_ns":1000000000},
           "mss":1448,"header_bytes":52,
-          "link":{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+          "links":[{"name":"link","from":"left","to":"right","capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
                   "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
                   "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],"qdisc":{"kind":"droptail"},
-                  "policer":{"rate_bps":5000000,"burst_bytes":30000}},
+                  "policer":{"rate_bps":5000000,"burst_bytes":30000}}],
           "flows":[{"id":0,"group":0,"cca":"cubic","cca_params":{},"rtt_ns":25000000,
                     "start_ns":0,"stop_ns":null,"bytes":null,"rwnd_bytes":null,"ecn":false}]}"#;
         let ir = Ir::from_json(text).unwrap();
         assert_eq!(
-            ir.link.capacity,
+            ir.link().capacity,
             Capacity::Constant {
                 rate_bps: 80_000_000
             }
         );
-        assert_eq!(ir.link.schedule[0].rate_bps, Some(1));
+        assert_eq!(ir.link().schedule[0].rate_bps, Some(1));
         assert_eq!(ir.flows[0].cca, "cubic");
         // the emulator runs the policer with the rest of the link model
-        let p = ir.link.params(1, 0, 0).unwrap();
+        let p = ir.link().params(1, 0, 0).unwrap();
         assert_eq!(p.policer.map(|p| (p.rate_bps, p.burst_bytes)), Some((5_000_000, 30_000)));
         // the old free-form `aqm` string is not a link field any more
         assert!(Ir::from_json(

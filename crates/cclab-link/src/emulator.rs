@@ -45,26 +45,31 @@ pub struct EmulatorArgs {
 /// How long before t0 a trace link already delivers (connections are set up then).
 const PRE_T0_NS: u64 = 30_000_000_000;
 
+/// Where a trace of period `period_ns` is at phase 0: at t0, and a whole
+/// number of periods (at least `PRE_T0_NS` worth) earlier, so that the
+/// handshakes before t0 find delivery opportunities.
+pub fn trace_origin(period_ns: u64, t0: u64) -> u64 {
+    let period = period_ns.max(1);
+    let m = PRE_T0_NS.div_ceil(period);
+    if t0 >= m.saturating_mul(period) {
+        t0 - m * period
+    } else {
+        t0 % period
+    }
+}
+
 /// Build the model's parameters from the IR, with the run's time zero `t0`.
 pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     link_params_at(ir, t0)
 }
 
 fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
-    let l = &ir.link;
+    let l = ir.link();
     // A trace is at phase 0 at t0, and already runs before t0 (a whole
     // number of periods earlier) so the connections' handshakes, made
     // before t0, find delivery opportunities.
     let trace_origin = match &l.capacity {
-        IrCapacity::Trace { period_ns, .. } => {
-            let period = (*period_ns).max(1);
-            let m = PRE_T0_NS.div_ceil(period);
-            if t0 >= m.saturating_mul(period) {
-                t0 - m * period
-            } else {
-                t0 % period
-            }
-        }
+        IrCapacity::Trace { period_ns, .. } => trace_origin(*period_ns, t0),
         IrCapacity::Constant { .. } => t0,
     };
     // The experiment starts at t0: before it (connection set-up) the link
@@ -491,9 +496,9 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
             "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay, rwnd clamp)",
             "rwnd": "receiver's advertised window rewritten to min(advertised, rwnd_bytes) on the ACK path",
             "queue": "a packet counts from its arrival until its serialization starts (cclab-netmodel)",
-            "qdisc": serde_json::to_value(&ir.link.qdisc).unwrap_or_default(),
+            "qdisc": serde_json::to_value(&ir.link().qdisc).unwrap_or_default(),
             "byte_convention": "IP datagram length (IP+TCP headers+payload, no L2 framing)",
-            "buffer_bytes": ir.link.buffer.bytes, "buffer_packets": ir.link.buffer.packets,
+            "buffer_bytes": ir.link().buffer.bytes, "buffer_packets": ir.link().buffer.packets,
         },
         "lateness_ns": q(&lat),
         "lateness_ns_data": q(&data.lateness),
@@ -528,18 +533,18 @@ mod tests {
 
     fn trace_ir() -> Ir {
         Ir::from_json(r#"{"name":"t","duration_ns":1000000000,"seed":1,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
-          "link":{"capacity":{"kind":"trace","path":"x","opportunities_ns":[1000000,3000000],"period_ns":4000000,"bytes_per_opportunity":1500},
+          "links":[{"name":"link","from":"left","to":"right","capacity":{"kind":"trace","path":"x","opportunities_ns":[1000000,3000000],"period_ns":4000000,"bytes_per_opportunity":1500},
                   "delay_ns":0,"buffer":{"bytes":100000,"packets":null},"loss":{"kind":"bernoulli","p":0.0},"schedule":[],
-                  "qdisc":{"kind":"droptail"}},
+                  "qdisc":{"kind":"droptail"}}],
           "flows":[{"id":0,"cca":"cubic","rtt_ns":10000000,"start_ns":0,"stop_ns":null,"bytes":null}]}"#)
         .unwrap()
     }
 
     fn lossy_ir(p: f64) -> Ir {
         Ir::from_json(&format!(r#"{{"name":"l","duration_ns":1000000000,"seed":2,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
-          "link":{{"capacity":{{"kind":"constant","rate_bps":1000000000}},
+          "links":[{{"name":"link","from":"left","to":"right","capacity":{{"kind":"constant","rate_bps":1000000000}},
                   "delay_ns":0,"buffer":{{"bytes":1000000000,"packets":null}},"loss":{{"kind":"bernoulli","p":{p}}},"schedule":[],
-                  "qdisc":{{"kind":"droptail"}}}},
+                  "qdisc":{{"kind":"droptail"}}}}],
           "flows":[{{"id":0,"cca":"cubic","rtt_ns":0,"start_ns":0,"stop_ns":null,"bytes":null}}]}}"#))
         .unwrap()
     }

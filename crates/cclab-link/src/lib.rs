@@ -13,6 +13,8 @@
 //! * [`emulator`] — the real-time loop: TUN devices opened inside the
 //!   sender-side and receiver-side namespaces, nanosecond `ppoll`, timer
 //!   slack 1, sampling, SIGTERM.
+//! * [`topo`] — the real-time loop of a topology: one TUN device per host
+//!   namespace, every link in one thread (docs/topologies.md).
 //! * [`traffic`] — the multi-flow TCP sender and receiver (`TCP_CONGESTION`
 //!   per socket, goodput counted by the receiving application).
 //! * [`rwnd`] — receive-window limits, applied to the receiver's ACKs.
@@ -28,6 +30,7 @@ pub mod model;
 pub mod rwnd;
 pub mod stats;
 pub mod sys;
+pub mod topo;
 pub mod traffic;
 
 /// Version written into every run's provenance (`meta.json`).

@@ -64,7 +64,16 @@ impl Lateness {
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
-            .map(|(i, &n)| (if i == N_BUCKETS { self.max_ns } else { (i as u64 + 1) * BUCKET_NS }, n))
+            .map(|(i, &n)| {
+                (
+                    if i == N_BUCKETS {
+                        self.max_ns
+                    } else {
+                        (i as u64 + 1) * BUCKET_NS
+                    },
+                    n,
+                )
+            })
             .collect()
     }
 

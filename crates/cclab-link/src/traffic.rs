@@ -101,7 +101,7 @@ const CHUNK: usize = 64 * 1024;
 /// at least 256 KiB, keeps the sender ahead of the link while bounding
 /// what is still sent after a stop to a few ms of capacity.
 pub fn notsent_lowat(ir: &Ir) -> u32 {
-    let rate = match &ir.link.capacity {
+    let rate = match &ir.link().capacity {
         config::Capacity::Constant { rate_bps } => *rate_bps,
         config::Capacity::Trace {
             opportunities_ns,
@@ -114,7 +114,7 @@ pub fn notsent_lowat(ir: &Ir) -> u32 {
         }
     };
     let max_rate = ir
-        .link
+        .link()
         .schedule
         .iter()
         .filter_map(|c| c.rate_bps)
@@ -141,20 +141,43 @@ fn set_notsent_lowat(s: &TcpStream, bytes: u32) -> io::Result<()> {
 /// starts its sampler after `connected` and must still be ahead of t0.
 pub const CONNECT_MARGIN_NS: u64 = 100_000_000;
 
-/// `cclab-link send`: connect every flow of the IR (each at t0 − its RTT −
-/// `CONNECT_MARGIN_NS`, in parallel), print `connected`, then write from
-/// t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
-pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
+/// `cclab-link send`: connect every flow of the IR (or those of `only`: the
+/// flows whose sender is in this namespace, in a topology), each at t0 − its
+/// RTT − `CONNECT_MARGIN_NS`, in parallel, print `connected`, then write
+/// from t0 + start until stop / bytes / the end of the run; exit on SIGTERM.
+pub fn send(ir: &Ir, netns: &str, t0: u64, only: Option<Vec<u32>>) -> Result<(), String> {
     let mask = sys::install_stop_signals();
     sys::die_with_parent();
     sys::enter_netns(netns).map_err(|e| e.to_string())?;
-    let dst = SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT);
     let lowat = notsent_lowat(ir);
-    let connecting: Vec<_> = ir
+    // a topology: each flow connects to its receiver host's address (docs/kernel.md "Topologies")
+    let hosts = if ir.is_topology() {
+        Some(ir.hosts()?)
+    } else {
+        None
+    };
+    let mut dsts = Vec::with_capacity(ir.flows.len());
+    for f in &ir.flows {
+        let addr = match &hosts {
+            None => config::RECEIVER_ADDR,
+            Some(h) => {
+                let (_, to) = ir.flow_nodes(f)?;
+                config::host_addr(h.iter().position(|n| n == &to).unwrap())
+            }
+        };
+        dsts.push(SocketAddrV4::new(addr, config::PORT));
+    }
+    let flows: Vec<_> = ir
         .flows
+        .iter()
+        .filter(|f| only.as_ref().is_none_or(|o| o.contains(&f.id)))
+        .cloned()
+        .collect();
+    let connecting: Vec<_> = flows
         .iter()
         .map(|f| {
             let (id, cca, rtt) = (f.id, f.cca.clone(), f.rtt_ns);
+            let dst = dsts[id as usize];
             // a thread starts in the network namespace of the thread that spawns it
             std::thread::spawn(move || -> Result<TcpStream, String> {
                 sys::sleep_until(t0.saturating_sub(rtt + CONNECT_MARGIN_NS));
@@ -176,7 +199,7 @@ pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
     println!("connected");
     io::stdout().flush().ok();
     let run_end = t0 + ir.duration_ns;
-    for (f, mut s) in ir.flows.iter().cloned().zip(streams) {
+    for (f, mut s) in flows.into_iter().zip(streams) {
         std::thread::spawn(move || {
             sys::sleep_until(t0 + f.start_ns);
             let end = f.stop_ns.map(|x| t0 + x).unwrap_or(u64::MAX).min(run_end);
@@ -213,12 +236,18 @@ pub fn send(ir: &Ir, netns: &str, t0: u64) -> Result<(), String> {
 /// `cclab-link recv`: listen, count bytes read per flow (by sender address),
 /// sample the cumulative counts at t0 + k·interval into `out` (CSV:
 /// `time_ns,flow_id,delivered_bytes`), then wait for SIGTERM.
-pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str) -> Result<(), String> {
+pub fn recv(ir: &Ir, netns: &str, t0: u64, out: &str, listen: Option<&str>) -> Result<(), String> {
     let mask = sys::install_stop_signals();
     sys::die_with_parent();
     sys::enter_netns(netns).map_err(|e| e.to_string())?;
     let n = ir.flows.len();
-    let listener = TcpListener::bind(SocketAddrV4::new(config::RECEIVER_ADDR, config::PORT))
+    let addr = match listen {
+        Some(a) => a
+            .parse()
+            .map_err(|_| format!("--listen: {a:?} is not an IPv4 address"))?,
+        None => config::RECEIVER_ADDR,
+    };
+    let listener = TcpListener::bind(SocketAddrV4::new(addr, config::PORT))
         .map_err(|e| format!("listen: {e}"))?;
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
     {

@@ -249,7 +249,10 @@ impl<P> Bottleneck<P> {
     }
 
     /// A packet arrives at the bottleneck at `now` (its `enqueued` is set
-    /// here). What was due up to `now` happens first.
+    /// here). What was due up to `now` happens first. (Inlined into the
+    /// simulator's per-packet path: called out of line it cost 3.5 % of a
+    /// one-flow run's instructions, measured with callgrind.)
+    #[inline(always)]
     pub fn arrive<S: Sink<P>>(&mut self, now: Ns, mut pkt: Packet<P>, out: &mut S) {
         self.advance(now, out);
         pkt.enqueued = now;

@@ -94,6 +94,30 @@ impl LogHist {
         self.n == 0
     }
 
+    /// Add every value of `o` (the histogram of both sets of values; the
+    /// simulator merges its links' sojourn histograms in a topology).
+    pub fn merge(&mut self, o: &LogHist) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = o.clone();
+            return;
+        }
+        let first = self.first.min(o.first);
+        let last = (self.first + self.counts.len() as u32).max(o.first + o.counts.len() as u32);
+        let mut counts = vec![0u64; (last - first) as usize];
+        for (b, c) in self.bins().chain(o.bins()) {
+            counts[(b - first) as usize] += c;
+        }
+        self.first = first;
+        self.counts = counts;
+        self.n += o.n;
+        self.sum += o.sum;
+        self.min = self.min.min(o.min);
+        self.max = self.max.max(o.max);
+    }
+
     /// `(bin, count)` of every non-empty bin, in increasing order.
     pub fn bins(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         self.counts
@@ -155,6 +179,24 @@ impl WindowHist {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merging_two_histograms_equals_recording_both_sets() {
+        let (mut a, mut b, mut both) = (LogHist::new(), LogHist::new(), LogHist::new());
+        for v in [3u64, 900, 17, 5_000_000] {
+            a.record(v);
+            both.record(v);
+        }
+        for v in [1u64, 900, 70_000] {
+            b.record(v);
+            both.record(v);
+        }
+        a.merge(&b);
+        assert_eq!(a, both);
+        let mut empty = LogHist::new();
+        empty.merge(&both);
+        assert_eq!(empty, both);
+    }
 
     #[test]
     fn bins_tile_the_integers_with_bounded_relative_width() {

@@ -1,5 +1,8 @@
-//! The IR's `link` section (docs/ir.md), as both backends read it, and its
-//! translation into the model's parameters — written once, here.
+//! The IR's links (`links[]`, docs/ir.md), as both backends read them, and
+//! their translation into the model's parameters — written once, here; also
+//! the two rules of a topology both backends must apply alike: how a flow's
+//! own delay is split around its path ([`split_extra_delay`]) and which
+//! random streams a link draws from ([`link_seed`]).
 
 use crate::bottleneck::BottleneckParams;
 use crate::capacity::{Capacity as Cap, RateSteps, Trace};
@@ -9,11 +12,18 @@ use crate::qdisc::{Limits, QdiscConfig};
 use crate::Ns;
 use serde::{Deserialize, Serialize};
 
+/// One link of the topology: one direction of a wire between two nodes —
+/// one queue, one rate, one delay. A duplex wire is two links.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Link {
+    /// The link's name (`[links.NAME]`; `"link"` for the one-link `[link]` form).
+    pub name: String,
+    /// The node packets enter the link from, and the node they leave it at.
+    pub from: String,
+    pub to: String,
     pub capacity: Capacity,
-    /// One-way propagation delay of the bottleneck (data direction).
+    /// One-way propagation delay at time zero (a schedule may change it).
     pub delay_ns: u64,
     pub buffer: Buffer,
     pub loss: LossConfig,
@@ -61,6 +71,36 @@ pub struct Change {
     pub loss: Option<LossConfig>,
 }
 
+/// The random streams of link `index` of a topology derive from this seed:
+/// link 0 draws from the scenario seed itself (so a one-link scenario draws
+/// exactly what it always did), link k > 0 from `mix(seed, STREAM_LINKS + k)`
+/// — each link has its own loss and queue-discipline streams, and adding a
+/// link never changes the draws of another.
+pub fn link_seed(seed: u64, index: usize) -> u64 {
+    if index == 0 {
+        seed
+    } else {
+        crate::rng::mix(seed, crate::STREAM_LINKS + index as u64)
+    }
+}
+
+/// A flow's own propagation delay (its RTT minus the links' initial delays,
+/// forward and ACK path: `rtt_ns − fwd_links_ns − ack_links_ns`), split into
+/// the part before the first link of its path (the sender's access) and the
+/// part after the receiver (the return): the forward direction as close to
+/// half the RTT (rounded down) as the forward links allow, the rest on the
+/// return. `None` when the links alone are longer than the RTT.
+///
+/// One link and an uncongested return: `(rtt/2 − delay, rtt − rtt/2)`, the
+/// dumbbell's rule since version 1 of the IR.
+pub fn split_extra_delay(rtt_ns: u64, fwd_links_ns: u64, ack_links_ns: u64) -> Option<(u64, u64)> {
+    let extra = rtt_ns
+        .checked_sub(fwd_links_ns)?
+        .checked_sub(ack_links_ns)?;
+    let fwd = (rtt_ns / 2).saturating_sub(fwd_links_ns).min(extra);
+    Some((fwd, extra - fwd))
+}
+
 impl Link {
     /// The bottleneck's parameters on a clock whose run starts at `t0`
     /// (the simulator: 0; the emulator: its CLOCK_MONOTONIC time zero).
@@ -68,14 +108,15 @@ impl Link {
     /// t0 on (before it the link loses nothing, and draws no random
     /// number); a trace is at phase 0 at `trace_origin` (≤ t0).
     pub fn params(&self, seed: u64, t0: Ns, trace_origin: Ns) -> Result<BottleneckParams, String> {
+        let name = &self.name;
         if self.buffer.bytes.is_none() && self.buffer.packets.is_none() {
-            return Err("link.buffer needs bytes or packets".into());
+            return Err(format!("links[{name}].buffer needs bytes or packets"));
         }
         self.qdisc
             .validate()
-            .map_err(|e| format!("link.qdisc: {e}"))?;
+            .map_err(|e| format!("links[{name}].qdisc: {e}"))?;
         if let Some(p) = &self.policer {
-            p.validate().map_err(|e| format!("link.policer: {e}"))?;
+            p.validate().map_err(|e| format!("links[{name}].policer: {e}"))?;
         }
         let capacity = match &self.capacity {
             Capacity::Constant { rate_bps } => {
@@ -93,7 +134,9 @@ impl Link {
                 ..
             } => {
                 if !self.schedule.is_empty() && self.schedule.iter().any(|c| c.rate_bps.is_some()) {
-                    return Err("link.schedule cannot change the rate of a trace link".into());
+                    return Err(format!(
+                        "links[{name}].schedule cannot change the rate of a trace link"
+                    ));
                 }
                 Cap::Trace(Trace::new(
                     trace_origin,
@@ -141,7 +184,8 @@ mod tests {
 
     #[test]
     fn reads_the_documented_link_and_rejects_the_old_aqm_string() {
-        let text = r#"{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+        let text = r#"{"name":"link","from":"left","to":"right",
+            "capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
             "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
             "schedule":[{"at_ns":5,"rate_bps":1,"delay_ns":null,"loss":null}],
             "qdisc":{"kind":"fq_codel","target_ns":5000000,"interval_ns":100000000,"mtu_bytes":1500,"ecn":true,
@@ -157,7 +201,7 @@ mod tests {
 
     #[test]
     fn reads_a_policer_and_refuses_a_zero_rate() {
-        let text = r#"{"capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
+        let text = r#"{"name":"link","from":"left","to":"right","capacity":{"kind":"constant","rate_bps":80000000},"delay_ns":0,
             "buffer":{"bytes":437500,"packets":null},"loss":{"kind":"bernoulli","p":0.0},
             "schedule":[],"qdisc":{"kind":"droptail"},
             "policer":{"rate_bps":5000000,"burst_bytes":30000}}"#;
@@ -171,9 +215,42 @@ mod tests {
         let zero: Link = serde_json::from_str(&text.replace("5000000", "0")).unwrap();
         assert_eq!(
             zero.params(1, 0, 0).unwrap_err(),
-            "link.policer: rate_bps = 0 must be > 0"
+            "links[link].policer: rate_bps = 0 must be > 0"
         );
         let typo = text.replace("burst_bytes", "bucket_bytes");
         assert!(serde_json::from_str::<Link>(&typo).is_err());
+    }
+}
+
+#[cfg(test)]
+mod topology_tests {
+    use super::*;
+
+    #[test]
+    fn one_link_keeps_the_dumbbell_split() {
+        // v1–v3: access rtt/2 − delay, return rtt − rtt/2
+        assert_eq!(
+            split_extra_delay(25_000_001, 5_000_000, 0),
+            Some((7_500_000, 12_500_001))
+        );
+        assert_eq!(split_extra_delay(40, 0, 0), Some((20, 20)));
+    }
+
+    #[test]
+    fn long_links_move_the_rest_to_the_return_and_too_long_is_none() {
+        // forward links longer than half the RTT: no access delay, the rest returns
+        assert_eq!(split_extra_delay(30, 20, 0), Some((0, 10)));
+        // ACK-path links count too; a long ACK path puts the extra forward
+        assert_eq!(split_extra_delay(100, 10, 60), Some((30, 0)));
+        assert_eq!(split_extra_delay(100, 10, 20), Some((40, 30)));
+        assert_eq!(split_extra_delay(30, 20, 11), None);
+        assert_eq!(split_extra_delay(30, 31, 0), None);
+    }
+
+    #[test]
+    fn link_zero_keeps_the_scenario_seed_and_others_differ() {
+        assert_eq!(link_seed(7, 0), 7);
+        assert_ne!(link_seed(7, 1), link_seed(7, 2));
+        assert_ne!(link_seed(7, 1), 7);
     }
 }

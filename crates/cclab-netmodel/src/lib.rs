@@ -45,3 +45,6 @@ pub use rng::{mix, Rng};
 /// simulator's per-flow congestion-control streams use labels ≥ 2^32.
 pub const STREAM_LOSS: u64 = 1;
 pub const STREAM_QDISC: u64 = 2;
+/// Links after the first of a topology derive their seed from
+/// `STREAM_LINKS + index` ([`ir::link_seed`]); below the simulator's 2^32.
+pub const STREAM_LINKS: u64 = 1 << 16;

@@ -55,7 +55,7 @@ fn rows_dict<'py>(
     let np = py.import_bound("numpy")?;
     flows.set_item("active", active.into_pyarray_bound(py).call_method1("astype", (np.getattr("bool_")?,))?)?;
     let link = PyDict::new_bound(py);
-    put!(py, link, l, time_ns, queue_bytes, queue_packets, sojourn_sum_ns, departed_packets, egress_bytes,
+    put!(py, link, l, time_ns, link_id, queue_bytes, queue_packets, sojourn_sum_ns, departed_packets, egress_bytes,
         arrival_bytes, drops_overflow, drops_random, drops_aqm, marks_ce, drops_policer, capacity_bps, delay_ns);
     Ok((flows, link))
 }

@@ -15,14 +15,14 @@ fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_
         for _ in 0..*n {
             let id = fl.len() as u32;
             let start_ns = id as u64 * stagger_ns;
-            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns, start_offset_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false });
+            fl.push(Flow { id, group: 0, cca: cca.to_string(), cca_params: BTreeMap::new(), rtt_ns: rtt_ms * 1_000_000, start_ns, start_offset_ns: 0, stop_ns: None, bytes: None, rwnd_bytes: None, ecn: false, path: vec!["link".into()], ack_path: vec![], ack_every: 2, sack: true });
         }
     }
     let bdp = rate * rtt_ms / 8000;
     Scenario {
-        ir_version: 3, name: "perf".into(), duration_ns: dur_s * 1_000_000_000, seed: 1, sample_interval_ns: 10_000_000,
+        ir_version: IR_VERSION, name: "perf".into(), duration_ns: dur_s * 1_000_000_000, seed: 1, sample_interval_ns: 10_000_000,
         measure: Measure { from_ns: 0, to_ns: dur_s * 1_000_000_000 }, mss: 1448, header_bytes: 52,
-        link: Link { capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], qdisc: QdiscConfig::Droptail {}, policer: None },
+        links: vec![Link { name: "link".into(), from: "left".into(), to: "right".into(), capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], qdisc: QdiscConfig::Droptail {}, policer: None }],
         flows: fl,
         host: Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![] },
         record: None,
@@ -68,7 +68,7 @@ fn main() {
         let out = cclab_sim::simulate(&s).unwrap();
         let wall = t.elapsed().as_secs_f64();
         let pkts = *out.link.departed_packets.last().unwrap();
-        let util = *out.link.egress_bytes.last().unwrap() as f64 * 8.0 / (s.duration_ns as f64 / 1e9) / match s.link.capacity { Capacity::Constant { rate_bps } => rate_bps as f64, _ => 1.0 };
+        let util = *out.link.egress_bytes.last().unwrap() as f64 * 8.0 / (s.duration_ns as f64 / 1e9) / match s.links[0].capacity { Capacity::Constant { rate_bps } => rate_bps as f64, _ => 1.0 };
         println!("{name:30} wall {wall:7.3}s  {:6.2} M pkts/s  {:7.1} sim-s/s  packets {pkts:>10}  events {:>10}  util {:.3}", pkts as f64 / wall / 1e6, s.duration_ns as f64 / 1e9 / wall, out.counters.events, util);
     }
 }

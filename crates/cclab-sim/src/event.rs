@@ -47,14 +47,16 @@ use std::collections::BinaryHeap;
 /// What happens when an event fires.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    /// The head of flow f's access link reaches the bottleneck.
+    /// The head of flow f's access line (its own forward delay) reaches the
+    /// first link of its path.
     Access(u32),
-    /// The bottleneck's next action: a serialization ends, a trace delivery
+    /// Link k's next action: a serialization ends, a trace delivery
     /// opportunity, the end of an outage (link schedules live in the link model).
-    Bottleneck,
-    /// The head of the bottleneck's propagation line reaches its receiver.
-    Propagation,
-    /// The head of flow f's ACK path reaches its sender.
+    Bottleneck(u32),
+    /// The head of link k's propagation line reaches the link's far end.
+    Propagation(u32),
+    /// The head of flow f's return line (its own return delay) reaches its
+    /// sender, or the first link of its `ack_path`.
     AckPath(u32),
     /// Flow f has a timer due (RTO, TLP, RACK reorder, pacing, delayed ACK, start).
     Wake(u32),
@@ -373,8 +375,8 @@ mod tests {
     fn pops_in_time_order() {
         let mut q = EventQueue::new();
         q.push(Time(30), Event::Sample);
-        q.push(Time(10), Event::Bottleneck);
-        q.push(Time(20), Event::Propagation);
+        q.push(Time(10), Event::Bottleneck(0));
+        q.push(Time(20), Event::Propagation(0));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(t, _)| t.0).collect();
         assert_eq!(order, vec![10, 20, 30]);
     }
@@ -396,11 +398,11 @@ mod tests {
     fn a_sample_pops_after_everything_else_at_its_time() {
         let mut q = EventQueue::new();
         q.push(Time(10), Event::Sample);
-        q.push(Time(10), Event::Bottleneck);
+        q.push(Time(10), Event::Bottleneck(0));
         q.push(Time(5), Event::Wake(0));
-        q.push(Time(10), Event::Propagation);
+        q.push(Time(10), Event::Propagation(0));
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
-        assert_eq!(order, vec![Event::Wake(0), Event::Bottleneck, Event::Propagation, Event::Sample]);
+        assert_eq!(order, vec![Event::Wake(0), Event::Bottleneck(0), Event::Propagation(0), Event::Sample]);
     }
 
     #[test]
@@ -433,9 +435,9 @@ mod tests {
     #[should_panic(expected = "in the past")]
     fn pushing_into_the_past_is_refused() {
         let mut q = EventQueue::new();
-        q.push(Time(1000), Event::Bottleneck);
+        q.push(Time(1000), Event::Bottleneck(0));
         q.pop();
-        q.push(Time(999), Event::Bottleneck);
+        q.push(Time(999), Event::Bottleneck(0));
     }
 
     /// The reference: a binary heap keyed by (time, sequence), `Sample`'s

@@ -81,10 +81,13 @@ impl FlowColumns {
     }
 }
 
-/// One column per field of docs/record.md's raw `link` table.
+/// One column per field of docs/record.md's raw `link` table: one row per
+/// link per sample, ordered by time, then link index.
 #[derive(Default, Debug, Clone)]
 pub struct LinkColumns {
     pub time_ns: Vec<u64>,
+    /// Index of the link in the IR's `links`.
+    pub link_id: Vec<u32>,
     pub queue_bytes: Vec<u64>,
     pub queue_packets: Vec<u64>,
     pub sojourn_sum_ns: Vec<u64>,
@@ -138,7 +141,7 @@ pub struct Output {
     /// in the measure window (docs/record.md "Distributions").
     pub rtt_hists: Vec<LogHist>,
     /// The bottleneck: the sojourn (ns) of every packet that left it in the
-    /// measure window.
+    /// measure window (a topology: of every link, together).
     pub sojourn_hist: LogHist,
 }
 

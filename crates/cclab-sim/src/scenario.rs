@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const IR_VERSION: u32 = 3;
+pub const IR_VERSION: u32 = 4;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -24,7 +24,9 @@ pub struct Scenario {
     pub mss: u32,
     /// IP + TCP header bytes added to each segment on the wire (52 = 20 IP + 32 TCP with timestamps).
     pub header_bytes: u32,
-    pub link: Link,
+    /// The topology's links (each one direction of a wire), in the order
+    /// the scenario declared them; flows name them in `path`/`ack_path`.
+    pub links: Vec<Link>,
     pub flows: Vec<Flow>,
     /// The end hosts' TCP settings (both backends use the same).
     pub host: Host,
@@ -79,7 +81,7 @@ pub struct Measure {
     pub to_ns: u64,
 }
 
-/// The bottleneck (`link`): defined once in cclab-netmodel, shared with the
+/// A link (`links[]`): defined once in cclab-netmodel, shared with the
 /// kernel backend's emulator.
 pub use cclab_netmodel::ir::{Buffer, Capacity, Change, Link};
 /// A loss process (`link.loss`, schedule entries' `loss`).
@@ -99,8 +101,20 @@ pub struct Flow {
     /// Algorithm parameters (e.g. `cwnd_gain`), numbers only; the engine
     /// rejects names the algorithm does not know.
     pub cca_params: BTreeMap<String, f64>,
-    /// Base (propagation) RTT of this flow including the bottleneck's delay.
+    /// Base (propagation) RTT of this flow: the initial delays of the links
+    /// of `path` and `ack_path` plus the flow's own delay, which is split
+    /// around the path by `cclab_netmodel::ir::split_extra_delay`.
     pub rtt_ns: u64,
+    /// The links its data crosses, in order (names of `links[]`).
+    pub path: Vec<String>,
+    /// The links its ACKs cross back to the sender, in order; empty: an
+    /// uncongested return (a pure delay).
+    pub ack_path: Vec<String>,
+    /// The receiver ACKs at once when this many full segments are
+    /// unacknowledged (Linux: 2; 1 = every segment at once, no delayed ACK).
+    pub ack_every: u32,
+    /// SACK negotiated (Linux's default `net.ipv4.tcp_sack = 1`).
+    pub sack: bool,
     /// When the application starts writing, the random start offset included.
     pub start_ns: u64,
     /// The random part of `start_ns` drawn for this trial (docs/ir.md;

@@ -1,5 +1,11 @@
-//! The dumbbell simulation: flows' access links → one bottleneck →
-//! propagation → receivers; ACKs return on uncongested per-flow paths.
+//! The simulation of a topology: each flow's data leaves its sender, waits
+//! its own forward delay (an infinitely fast access line), then crosses the
+//! links of its `path` in order — each link the netmodel's loss → queue
+//! discipline → serialization → propagation — to its receiver. Its ACKs wait
+//! the flow's own return delay and then either reach the sender (an
+//! uncongested return: `ack_path` empty, the dumbbell of IR v1–v3) or cross
+//! the links of its `ack_path` as packets of their own, queued, dropped and
+//! serialized beside the data of flows going the other way (docs/ir.md).
 //!
 //! `simulate` is a pure function of the scenario: same IR and seed ⇒
 //! identical output, on any machine.
@@ -7,16 +13,18 @@
 use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue};
 use crate::jitter::Jitter;
-use crate::link::{Packet, Seg, SimLink};
+use crate::link::{Packet, Seg, SimLink, ACK_FLAG};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
 use cclab_netmodel::WindowHist;
 use crate::rng::{mix, Rng};
 use crate::scenario::{Flow, Scenario, IR_VERSION};
+use cclab_netmodel::ir::{link_seed, split_extra_delay};
 use crate::tcp::rcvwnd::RcvConfig;
 use crate::tcp::receiver::{Ack, EcnMode, Receiver};
 use crate::tcp::sender::{Handshake, Sender, Transmit};
 use crate::time::{Dur, Time};
+use std::collections::VecDeque;
 
 /// RNG stream labels (so streams never collide): the link's loss and qdisc
 /// streams are `cclab_netmodel::STREAM_LOSS` (1) and `STREAM_QDISC` (2).
@@ -45,8 +53,13 @@ struct FlowState {
     last_delivery: Time,
     access_delay: Dur,
     ack_delay: Dur,
+    /// The data path's last link (where the receiver is).
+    last_link: u32,
     access: Pipe<Packet>,
     acks: Pipe<Ack>,
+    /// Link indices of the data path and the ACK path (empty: uncongested return).
+    path: Box<[u32]>,
+    ack_path: Box<[u32]>,
     receiver: Receiver,
     /// RTT samples of ACKs arriving in the measure window.
     rtt_hist: WindowHist,
@@ -54,6 +67,15 @@ struct FlowState {
     /// from the flow's start time.
     sender: Sender,
     cfg: Flow,
+    /// ACKs on the links of the ACK path, by number (an ACK packet carries
+    /// its number): a flow's ACKs stay in order on every link (FIFO lines,
+    /// and every queue discipline keeps a flow's packets in order), so the
+    /// one that reaches the sender is the oldest not dropped on the way.
+    acks_on_links: VecDeque<(u32, Ack)>,
+    next_ack_number: u32,
+    /// ACKs put onto the ACK path and taken off it at the sender.
+    pub acks_onto_links: u64,
+    pub acks_off_links: u64,
     /// This flow's streams of host-jitter draws (with `Sim::jitter`): its
     /// data leaving the sender, its ACKs (leaving the receiver and taken in
     /// by the sender).
@@ -63,8 +85,10 @@ struct FlowState {
 
 pub struct Sim {
     q: EventQueue,
-    link: SimLink,
+    links: Vec<SimLink>,
     flows: Vec<FlowState>,
+    /// Spare packet vectors for hand-overs between links at one instant.
+    spare: Vec<Vec<Packet>>,
     scenario: Scenario,
     out: Output,
     tx_buf: Vec<Transmit>,
@@ -84,6 +108,16 @@ pub struct Sim {
 
 /// Flows' state above which the event loop prefetches (see `Sim::prefetch`).
 const PREFETCH_MIN_BYTES: usize = 8 << 20;
+
+/// Wire bytes of a pure ACK: the headers (with the timestamp option) and, when
+/// it carries SACK blocks, the SACK option — Linux `tcp_options_write`:
+/// `TCPOLEN_SACK_BASE_ALIGNED` (4) + `TCPOLEN_SACK_PERBLOCK` (8) per block.
+pub fn ack_wire_bytes(header_bytes: u32, ack: &Ack) -> u32 {
+    match ack.n_sacks {
+        0 => header_bytes,
+        n => header_bytes + 4 + 8 * n as u32,
+    }
+}
 
 /// Run a scenario to completion.
 pub fn simulate(sc: &Scenario) -> Result<Output, String> {
@@ -109,24 +143,88 @@ fn validate(sc: &Scenario) -> Result<(), String> {
     if sc.host.rcv_truesize < sc.mss {
         return Err(format!("host.rcv_truesize {} is below mss {}", sc.host.rcv_truesize, sc.mss));
     }
+    if sc.links.is_empty() {
+        return Err("links: a topology needs at least one link".into());
+    }
+    if !sc.host.jitter_ns.is_empty() && (sc.links.len() > 1 || sc.flows.iter().any(|f| !f.ack_path.is_empty())) {
+        return Err("host.jitter_ns is modelled on one-link topologies with an uncongested return only".into());
+    }
+    for (i, l) in sc.links.iter().enumerate() {
+        if sc.links[..i].iter().any(|m| m.name == l.name) {
+            return Err(format!("links[{i}].name {:?} is used twice", l.name));
+        }
+        if l.from == l.to {
+            return Err(format!("links[{}]: from and to are the same node {:?}", l.name, l.from));
+        }
+    }
     for f in &sc.flows {
         if f.cca == "dctcp" && !f.ecn {
             return Err(format!("flows[{}]: cca 'dctcp' requires ecn = true (RFC 8257 §3: DCTCP relies on ECN marks)", f.id));
         }
-        if f.rtt_ns < 2 * sc.link.delay_ns {
-            return Err(format!("flows[{}].rtt {} ns is below twice the bottleneck delay", f.id, f.rtt_ns));
+        if f.ack_every == 0 {
+            return Err(format!("flows[{}].ack_every must be at least 1", f.id));
+        }
+        let (path, ack_path) = topology(sc, f)?;
+        let delay = |p: &[u32]| p.iter().map(|&k| sc.links[k as usize].delay_ns).sum::<u64>();
+        let (fwd, back) = (delay(&path), delay(&ack_path));
+        if split_extra_delay(f.rtt_ns, fwd, back).is_none() {
+            return Err(format!(
+                "flows[{}].rtt {} ns is below the propagation delay of its links ({} ns forward + {} ns on the ACK path)",
+                f.id, f.rtt_ns, fwd, back
+            ));
         }
     }
     Ok(())
 }
 
+/// The link indices of a flow's path and ACK path, checked: known names,
+/// no link twice, each link starting where the previous one ends, and the
+/// ACK path (if any) leading from the end of the data path back to its start.
+fn topology(sc: &Scenario, f: &Flow) -> Result<(Vec<u32>, Vec<u32>), String> {
+    let index = |which: &str, names: &[String]| -> Result<Vec<u32>, String> {
+        let mut out: Vec<u32> = Vec::with_capacity(names.len());
+        for (j, n) in names.iter().enumerate() {
+            let k = sc.links.iter().position(|l| &l.name == n).ok_or_else(|| format!("flows[{}].{which}[{j}]: no link named {n:?}", f.id))?;
+            if out.contains(&(k as u32)) {
+                return Err(format!("flows[{}].{which}: link {n:?} appears twice", f.id));
+            }
+            if let Some(&prev) = out.last() {
+                let p = &sc.links[prev as usize];
+                if p.to != sc.links[k].from {
+                    return Err(format!("flows[{}].{which}: link {n:?} starts at {:?}, not where {:?} ends ({:?})", f.id, sc.links[k].from, p.name, p.to));
+                }
+            }
+            out.push(k as u32);
+        }
+        Ok(out)
+    };
+    let path = index("path", &f.path)?;
+    if path.is_empty() {
+        return Err(format!("flows[{}].path is empty", f.id));
+    }
+    let ack_path = index("ack_path", &f.ack_path)?;
+    if let (Some(&a0), Some(&an)) = (ack_path.first(), ack_path.last()) {
+        let (start, end) = (&sc.links[path[0] as usize].from, &sc.links[*path.last().unwrap() as usize].to);
+        if &sc.links[a0 as usize].from != end || &sc.links[an as usize].to != start {
+            return Err(format!("flows[{}].ack_path must lead from {end:?} (where its data path ends) back to {start:?} (its sender)", f.id));
+        }
+    }
+    Ok((path, ack_path))
+}
+
 impl Sim {
     pub fn new(sc: &Scenario) -> Result<Sim, String> {
         validate(sc)?;
-        let mut link = SimLink::new(&sc.link, sc.seed, sc.flows.len())?;
+        let mut links = sc
+            .links
+            .iter()
+            .enumerate()
+            .map(|(k, l)| SimLink::new(k as u32, l, link_seed(sc.seed, k), sc.flows.len()))
+            .collect::<Result<Vec<_>, _>>()?;
         let jitter = Jitter::new(&sc.host.jitter_ns)?;
         if let Some(j) = &jitter {
-            link.set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
+            // validated: one link, ACKs uncongested — its line is the receivers'
+            links[0].set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
         }
         let mut flows = Vec::with_capacity(sc.flows.len());
         let mut state_names: Vec<(String, Vec<String>)> = Vec::new();
@@ -137,7 +235,9 @@ impl Sim {
             if !state_names.iter().any(|(n, _)| n == &f.cca) {
                 state_names.push((f.cca.clone(), cc.state_names().iter().map(|s| s.to_string()).collect()));
             }
-            let fwd = f.rtt_ns / 2;
+            let (path, ack_path) = topology(sc, f)?;
+            let delay = |p: &[u32]| p.iter().map(|&k| sc.links[k as usize].delay_ns).sum::<u64>();
+            let (access_delay, ack_delay) = split_extra_delay(f.rtt_ns, delay(&path), delay(&ack_path)).expect("validated");
             // Every connection is set up at time zero, before any flow starts,
             // over the idle path: the handshake measures the base RTT (as the
             // kernel backend, which connects all flows before the run).
@@ -148,13 +248,14 @@ impl Sim {
             // receiving socket's congestion control decides, cclab gives each
             // flow's receiver its sender's).
             let needs_ecn = cc.needs_ecn();
+            receiver.set_ack_options(f.ack_every, f.sack);
             receiver.set_ecn(match (f.ecn, needs_ecn) {
                 (false, _) => EcnMode::Off,
                 (true, false) => EcnMode::Classic,
                 (true, true) => EcnMode::Dctcp,
             });
             let handshake = Handshake { rtt: Some(rtt), wnd_end: receiver.initial_wnd_end() };
-            let sender = Sender::new(
+let mut sender = Sender::new(
                 Time::ZERO,
                 cc,
                 sc.mss,
@@ -165,16 +266,23 @@ impl Sim {
                 f.rwnd_bytes,
                 handshake,
             );
-            let mut sender = sender;
             sender.set_ecn(f.ecn);
+            sender.set_sack(f.sack);
             flows.push(FlowState {
                 cfg: f.clone(),
                 sender,
                 receiver,
                 access: Pipe::default(),
                 acks: Pipe::default(),
-                access_delay: Dur(fwd - sc.link.delay_ns),
-                ack_delay: Dur(f.rtt_ns - fwd),
+                access_delay: Dur(access_delay),
+                ack_delay: Dur(ack_delay),
+                last_link: *path.last().expect("validated: not empty"),
+                path: path.into(),
+                ack_path: ack_path.into(),
+                acks_on_links: VecDeque::new(),
+                next_ack_number: 0,
+                acks_onto_links: 0,
+                acks_off_links: 0,
                 wake_at: None,
                 total_bytes: f.bytes,
                 completion: None,
@@ -197,8 +305,9 @@ impl Sim {
             ));
         }
         let n_flow_samples = (sc.duration_ns / flows_interval) as usize;
-        let mut link = link;
-        link.model.sojourn_hist.set_window(sc.measure.from_ns, sc.measure.to_ns);
+        for link in links.iter_mut() {
+            link.model.sojourn_hist.set_window(sc.measure.from_ns, sc.measure.to_ns);
+        }
         let mut q = EventQueue::new();
         for (i, f) in flows.iter_mut().enumerate() {
             if f.cfg.start_ns < sc.duration_ns {
@@ -215,11 +324,12 @@ impl Sim {
             state_names,
             ..Default::default()
         };
-        out.link.time_ns.reserve(n_samples);
+        out.link.time_ns.reserve(n_samples * links.len());
         Ok(Sim {
             q,
-            link,
+            links,
             flows,
+            spare: Vec::new(),
             scenario: sc.clone(),
             out,
             tx_buf: Vec::with_capacity(64),
@@ -282,8 +392,9 @@ impl Sim {
                     fl.sender.prefetch_ack();
                 }
             }
-            Event::Bottleneck | Event::Propagation => {
-                let pkt = if ev == Event::Bottleneck { self.link.model.in_service() } else { self.link.prop_head() };
+            Event::Bottleneck(k) | Event::Propagation(k) => {
+                let link = &self.links[k as usize];
+                let pkt = if matches!(ev, Event::Bottleneck(_)) { link.model.in_service() } else { link.prop_head() };
                 if let Some(fl) = pkt.and_then(|p| self.flows.get(p.flow as usize)) {
                     // `receive`: the receiver, the ACK path, `rearm`
                     crate::prefetch::fields(&fl.wake_at, &fl.receiver);
@@ -312,8 +423,9 @@ impl Sim {
                     fl.access.prefetch_tail();
                 }
             }
-            Event::Bottleneck | Event::Propagation => {
-                let pkt = if ev == Event::Bottleneck { self.link.model.in_service() } else { self.link.prop_head() };
+            Event::Bottleneck(k) | Event::Propagation(k) => {
+                let link = &self.links[k as usize];
+                let pkt = if matches!(ev, Event::Bottleneck(_)) { link.model.in_service() } else { link.prop_head() };
                 if let Some(fl) = pkt.and_then(|p| self.flows.get(p.flow as usize)) {
                     fl.acks.prefetch_tail();
                 }
@@ -338,8 +450,8 @@ impl Sim {
         self.events += 1;
         match ev {
             Event::Access(f) => self.on_access(now, f as usize),
-            Event::Bottleneck => self.on_bottleneck(now),
-            Event::Propagation => self.on_propagation(now),
+            Event::Bottleneck(k) => self.on_bottleneck(now, k as usize),
+            Event::Propagation(k) => self.on_propagation(now, k as usize),
             Event::AckPath(f) => self.on_ack_path(now, f as usize),
             Event::Wake(f) => self.on_wake(now, f as usize),
             Event::Sample => self.on_sample(now),
@@ -351,40 +463,87 @@ impl Sim {
     fn on_access(&mut self, now: Time, f: usize) {
         let mut rx = std::mem::take(&mut self.pkt_buf);
         rx.clear();
+        let k = self.flows[f].path[0] as usize;
         while let Some(pkt) = self.flows[f].access.pop_due(now) {
-            self.link.arrive(now, pkt, &mut self.q, &mut rx);
+            self.links[k].arrive(now, pkt, &mut self.q, &mut rx);
         }
         if let Some(t) = self.flows[f].access.head_time() {
             self.q.push(t, Event::Access(f as u32));
         }
-        self.receive_all(now, &mut rx);
+        self.route_all(now, k, &mut rx);
         self.pkt_buf = rx;
     }
 
-    fn on_bottleneck(&mut self, now: Time) {
+    fn on_bottleneck(&mut self, now: Time, k: usize) {
         let mut rx = std::mem::take(&mut self.pkt_buf);
         rx.clear();
-        self.link.on_bottleneck(now, &mut self.q, &mut rx);
-        self.receive_all(now, &mut rx);
+        self.links[k].on_bottleneck(now, &mut self.q, &mut rx);
+        self.route_all(now, k, &mut rx);
         self.pkt_buf = rx;
     }
 
-    fn on_propagation(&mut self, now: Time) {
+    fn on_propagation(&mut self, now: Time, k: usize) {
         let mut rx = std::mem::take(&mut self.pkt_buf);
         rx.clear();
-        self.link.on_propagation(now, &mut self.q, &mut rx);
-        self.receive_all(now, &mut rx);
+        self.links[k].on_propagation(now, &mut self.q, &mut rx);
+        self.route_all(now, k, &mut rx);
         self.pkt_buf = rx;
     }
 
-    #[inline]
-    fn receive_all(&mut self, now: Time, rx: &mut Vec<Packet>) {
+    /// Packets that reached the far end of link `k` now, in order. (One
+    /// function with the receiver inlined, as the one-link engine had it:
+    /// measured with callgrind.)
+    #[inline(never)]
+    fn route_all(&mut self, now: Time, k: usize, rx: &mut Vec<Packet>) {
         for pkt in rx.drain(..) {
-            self.receive(now, pkt);
+            self.route(now, k, pkt);
+        }
+    }
+
+    /// `pkt` reached the far end of link `k`: on to the next link of its
+    /// path, or to its receiver (data) or sender (an ACK).
+    #[inline(always)]
+    fn route(&mut self, now: Time, k: usize, pkt: Packet) {
+        // the common case first: data at the end of its path
+        if pkt.flow & ACK_FLAG == 0 && self.flows[pkt.flow as usize].last_link == k as u32 {
+            return self.receive(now, pkt);
+        }
+        self.route_on(now, k, pkt);
+    }
+
+    #[inline(never)]
+    fn route_on(&mut self, now: Time, k: usize, pkt: Packet) {
+        let is_ack = pkt.flow & ACK_FLAG != 0;
+        let f = (pkt.flow & !ACK_FLAG) as usize;
+        let fl = &self.flows[f];
+        let path = if is_ack { &fl.ack_path } else { &fl.path };
+        let next = match path.iter().position(|&l| l as usize == k) {
+            Some(i) if i + 1 < path.len() => Some(path[i + 1] as usize),
+            _ => None,
+        };
+        match (next, is_ack) {
+            (Some(n), _) => {
+                let mut rx = self.spare.pop().unwrap_or_default();
+                self.links[n].arrive_from_link(now, pkt, &mut self.q, &mut rx);
+                self.route_all(now, n, &mut rx);
+                self.spare.push(rx);
+            }
+            (None, false) => self.receive(now, pkt),
+            (None, true) => {
+                let fl = &mut self.flows[f];
+                // the ones before it were dropped on the way
+                while fl.acks_on_links.front().is_some_and(|&(n, _)| n != pkt.data.seq) {
+                    fl.acks_on_links.pop_front();
+                }
+                let (_, ack) = fl.acks_on_links.pop_front().expect("an ACK on the links is in its flow's list");
+                fl.acks_off_links += 1;
+                self.ack_to_sender(now, f, &ack);
+            }
         }
     }
 
     /// A data packet reaches its receiver.
+    #[inline(always)]
     fn receive(&mut self, now: Time, pkt: Packet) {
         let f = pkt.flow as usize;
         let fl = &mut self.flows[f];
@@ -419,6 +578,9 @@ impl Sim {
     }
 
     fn on_ack_path(&mut self, now: Time, f: usize) {
+        if !self.flows[f].ack_path.is_empty() {
+            return self.acks_onto_links(now, f);
+        }
         let mut tx = std::mem::take(&mut self.tx_buf);
         while let Some(ack) = self.flows[f].acks.pop_due(now) {
             tx.clear();
@@ -435,6 +597,43 @@ impl Sim {
         if let Some(t) = self.flows[f].acks.head_time() {
             self.q.push(t, Event::AckPath(f as u32));
         }
+        self.rearm(f);
+    }
+
+    /// ACKs due at the first link of the flow's ACK path become packets there.
+    fn acks_onto_links(&mut self, now: Time, f: usize) {
+        let mut rx = std::mem::take(&mut self.pkt_buf);
+        rx.clear();
+        let k = self.flows[f].ack_path[0] as usize;
+        let header = self.scenario.header_bytes;
+        while let Some(ack) = self.flows[f].acks.pop_due(now) {
+            let fl = &mut self.flows[f];
+            let number = fl.next_ack_number;
+            fl.next_ack_number = number.wrapping_add(1);
+            fl.acks_on_links.push_back((number, ack));
+            fl.acks_onto_links += 1;
+            let pkt = Packet::new(f as u32 | ACK_FLAG, ack_wire_bytes(header, &ack), false, Seg::new(number, 0, false));
+            self.links[k].arrive_from_link(now, pkt, &mut self.q, &mut rx);
+        }
+        if let Some(t) = self.flows[f].acks.head_time() {
+            self.q.push(t, Event::AckPath(f as u32));
+        }
+        self.route_all(now, k, &mut rx);
+        self.pkt_buf = rx;
+    }
+
+    /// An ACK that crossed the flow's ACK path reaches its sender.
+    fn ack_to_sender(&mut self, now: Time, f: usize, ack: &Ack) {
+        let mut tx = std::mem::take(&mut self.tx_buf);
+        tx.clear();
+        let fl = &mut self.flows[f];
+        let (n0, sum0) = (fl.sender.stats.rtt_n, fl.sender.stats.rtt_sum_ns);
+        fl.sender.on_ack(now, ack, &mut tx);
+        if fl.sender.stats.rtt_n != n0 {
+            fl.rtt_hist.record_at(now.0, fl.sender.stats.rtt_sum_ns - sum0);
+        }
+        self.emit(now, f, &tx);
+        self.tx_buf = tx;
         self.rearm(f);
     }
 
@@ -514,7 +713,8 @@ impl Sim {
                 delivered = delivered.min(t);
             }
             cols.delivered_bytes.push(delivered);
-            cols.egress_bytes.push(self.link.flow_egress_bytes[i]);
+            // wire bytes of this flow that left the last link of its path
+            cols.egress_bytes.push(self.links[fl.last_link as usize].flow_egress_bytes[i]);
             match Some(&mut fl.sender).filter(|s| s.started(now)) {
                 Some(s) => {
                     cols.active.push(!(s.is_finished()));
@@ -573,24 +773,27 @@ impl Sim {
             }
         }
         let l = &mut self.out.link;
-        let m = &self.link.model;
-        let c = &m.counters;
-        l.time_ns.push(now.0);
-        l.queue_bytes.push(m.queue_bytes());
-        l.queue_packets.push(m.queue_packets());
-        l.sojourn_sum_ns.push(c.sojourn_sum_ns);
-        l.departed_packets.push(c.departed_packets);
-        l.egress_bytes.push(c.egress_bytes);
-        l.arrival_bytes.push(c.arrival_bytes);
-        l.drops_overflow.push(c.drops_overflow);
-        l.drops_random.push(c.drops_random);
-        l.drops_aqm.push(c.drops_aqm);
-        l.marks_ce.push(c.marks_ce);
-        l.drops_policer.push(c.drops_policer);
-        // The sample at t comes after everything else at t (event.rs): the
-        // interval is (previous sample, t], for the capacity too.
-        l.capacity_bps.push(m.capacity().sample_bps(self.last_sample.0, now.0));
-        l.delay_ns.push(m.delay_at(now.0));
+        for (k, link) in self.links.iter().enumerate() {
+            let m = &link.model;
+            let c = &m.counters;
+            l.time_ns.push(now.0);
+            l.link_id.push(k as u32);
+            l.queue_bytes.push(m.queue_bytes());
+            l.queue_packets.push(m.queue_packets());
+            l.sojourn_sum_ns.push(c.sojourn_sum_ns);
+            l.departed_packets.push(c.departed_packets);
+            l.egress_bytes.push(c.egress_bytes);
+            l.arrival_bytes.push(c.arrival_bytes);
+            l.drops_overflow.push(c.drops_overflow);
+            l.drops_random.push(c.drops_random);
+            l.drops_aqm.push(c.drops_aqm);
+            l.marks_ce.push(c.marks_ce);
+            l.drops_policer.push(c.drops_policer);
+            // The sample at t comes after everything else at t (event.rs): the
+            // interval is (previous sample, t], for the capacity too.
+            l.capacity_bps.push(m.capacity().sample_bps(self.last_sample.0, now.0));
+            l.delay_ns.push(m.delay_at(now.0));
+        }
         self.last_sample = now;
         let next = now + Dur(self.scenario.sample_interval_ns);
         if next.0 <= self.scenario.duration_ns {
@@ -615,19 +818,31 @@ impl Sim {
         self.q.peek_time().is_none_or(|t| t.0 > self.scenario.duration_ns)
     }
 
+    /// End-of-run data-packet totals (ACKs on links are left out): what the
+    /// senders sent, the receivers got, the links dropped, the links hold
+    /// (the models' count, less the ACKs they hold) and what is on the
+    /// access and propagation lines (their lengths, less the ACKs on them).
     pub fn counters(&self) -> Counters {
         let sent: u64 = self.flows.iter().map(|f| f.sender.stats.sent_packets).sum();
         let delivered: u64 = self.flows.iter().map(|f| f.receiver.segments_received).sum();
-        let c = &self.link.model.counters;
-        let in_flight: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum::<u64>() + self.link.in_flight();
-        Counters {
-            sent_packets: sent,
-            delivered_packets: delivered,
-            dropped_packets: c.drops_overflow + c.drops_random + c.drops_aqm + c.drops_policer,
-            queued_packets: self.link.model.held_packets(),
-            in_flight_packets: in_flight,
-            events: self.events,
+        let access: u64 = self.flows.iter().map(|f| f.access.len() as u64).sum();
+        let mut c = Counters { sent_packets: sent, delivered_packets: delivered, in_flight_packets: access, events: self.events, ..Default::default() };
+        for l in &self.links {
+            c.dropped_packets += l.dropped() - l.tally.acks_dropped;
+            c.queued_packets += l.model.held_packets() - l.acks_held();
+            c.in_flight_packets += l.in_flight() - l.acks_propagating();
         }
+        c
+    }
+
+    /// The links, for end-of-run checks (tests).
+    pub fn links(&self) -> &[SimLink] {
+        &self.links
+    }
+
+    /// Per flow: ACKs put onto its ACK path, and ACKs that reached the sender over it (tests).
+    pub fn ack_path_counts(&self) -> Vec<(u64, u64)> {
+        self.flows.iter().map(|f| (f.acks_onto_links, f.acks_off_links)).collect()
     }
 
     pub fn finish(mut self) -> Output {
@@ -644,7 +859,12 @@ impl Sim {
             })
             .collect();
         self.out.rtt_hists = self.flows.iter_mut().map(|f| std::mem::take(&mut f.rtt_hist.hist)).collect();
-        self.out.sojourn_hist = std::mem::take(&mut self.link.model.sojourn_hist.hist);
+        // one link: its sojourns; a topology: every link's, together
+        let mut sojourn = std::mem::take(&mut self.links[0].model.sojourn_hist.hist);
+        for l in &self.links[1..] {
+            sojourn.merge(&l.model.sojourn_hist.hist);
+        }
+        self.out.sojourn_hist = sojourn;
         self.out
     }
 }

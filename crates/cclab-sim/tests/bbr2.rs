@@ -70,7 +70,7 @@ fn bbr2_records_bbr3s_columns_and_sets_inflight_hi_on_loss() {
 #[test]
 fn same_seed_same_bbr2_records() {
     let mut sc = dumbbell(30_000_000, vec![flow(0, "bbr2", 30), flow(1, "bbr2", 50)], 0.5, 8);
-    sc.link.loss = Loss::Bernoulli { p: 0.002 };
+    sc.links[0].loss = Loss::Bernoulli { p: 0.002 };
     let (a, b) = (simulate(&sc).unwrap(), simulate(&sc).unwrap());
     assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows));
     assert_eq!(a.counters, b.counters);

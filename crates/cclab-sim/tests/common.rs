@@ -19,6 +19,10 @@ pub fn flow(id: u32, cca: &str, rtt_ms: u64) -> Flow {
         bytes: None,
         rwnd_bytes: None,
         ecn: false,
+        path: vec!["link".into()],
+        ack_path: vec![],
+        ack_every: 2,
+        sack: true,
     }
 }
 
@@ -32,7 +36,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
     let min_rtt = flows.iter().map(|f| f.rtt_ns).min().unwrap();
     let bdp = rate_bps as f64 * min_rtt as f64 / 8e9;
     Scenario {
-        ir_version: 3,
+        ir_version: IR_VERSION,
         name: "test".into(),
         duration_ns: duration_s * S,
         seed: 1,
@@ -40,7 +44,10 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
         measure: Measure { from_ns: 0, to_ns: duration_s * S },
         mss: 1448,
         header_bytes: 52,
-        link: Link {
+        links: vec![Link {
+            name: "link".into(),
+            from: "left".into(),
+            to: "right".into(),
             capacity: Capacity::Constant { rate_bps },
             delay_ns: 0,
             buffer: Buffer { bytes: Some((bdp * bdp_mult).ceil().max(1500.0) as u64), packets: None },
@@ -48,7 +55,7 @@ pub fn dumbbell(rate_bps: u64, flows: Vec<Flow>, bdp_mult: f64, duration_s: u64)
             schedule: vec![],
             qdisc: QdiscConfig::Droptail {},
             policer: None,
-        },
+        }],
         flows,
         host: host(),
         record: None,

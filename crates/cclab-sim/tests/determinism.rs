@@ -132,7 +132,7 @@ fn with(mut f: Flow, edit: impl FnOnce(&mut Flow)) -> Flow {
 #[test]
 fn cubic_with_random_loss() {
     let mut sc = dumbbell(100_000_000, vec![flow(0, "cubic", 25)], 1.0, 10);
-    sc.link.loss = Loss::Bernoulli { p: 0.01 };
+    sc.links[0].loss = Loss::Bernoulli { p: 0.01 };
     sc.seed = 11;
     check("cubic_with_random_loss", &sc, 0x7e4c_f670_3572_eb45, 0x82ac_3482_884f_2e05);
 }
@@ -154,9 +154,9 @@ fn every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay() {
         .map(|(i, c)| with(flow(i as u32, c, 20 + 15 * i as u64), |f| f.start_ns = i as u64 * 150 * MS))
         .collect();
     let mut sc = dumbbell(50_000_000, fl, 2.0, 12);
-    sc.link.delay_ns = 5 * MS;
-    sc.link.loss = Loss::GilbertElliott { p: 0.002, r: 0.3, h: 0.5, k: 1.0 };
-    sc.link.schedule = vec![
+    sc.links[0].delay_ns = 5 * MS;
+    sc.links[0].loss = Loss::GilbertElliott { p: 0.002, r: 0.3, h: 0.5, k: 1.0 };
+    sc.links[0].schedule = vec![
         Change { at_ns: 4 * S, rate_bps: Some(20_000_000), delay_ns: None, loss: None },
         Change { at_ns: 6 * S, rate_bps: None, delay_ns: Some(8 * MS), loss: Some(Loss::Bernoulli { p: 0.001 }) },
         Change { at_ns: 8 * S, rate_bps: Some(80_000_000), delay_ns: Some(2 * MS), loss: None },
@@ -211,8 +211,8 @@ fn a_trace_link() {
     }
     let fl = vec![flow(0, "cubic", 40), flow(1, "bbr", 40), with(flow(2, "reno", 60), |f| f.start_ns = S)];
     let mut sc = dumbbell(20_000_000, fl, 1.0, 8);
-    sc.link.capacity = Capacity::Trace { path: "lcg.trace".into(), opportunities_ns: ops, period_ns: S, bytes_per_opportunity: 1500 };
-    sc.link.buffer = Buffer { bytes: None, packets: Some(120) };
+    sc.links[0].capacity = Capacity::Trace { path: "lcg.trace".into(), opportunities_ns: ops, period_ns: S, bytes_per_opportunity: 1500 };
+    sc.links[0].buffer = Buffer { bytes: None, packets: Some(120) };
     check("a_trace_link", &sc, 0xf029_69e3_5572_9604, 0xe5f9_6d5b_3c1c_89e7);
 }
 
@@ -224,7 +224,7 @@ fn ecn_flows(n: u32, cca: &str) -> Vec<Flow> {
 #[test]
 fn fq_codel_with_ecn() {
     let mut fq = dumbbell(100_000_000, ecn_flows(6, "cubic"), 4.0, 6);
-    fq.link.qdisc = QdiscConfig::FqCodel(FqCodelConfig {
+    fq.links[0].qdisc = QdiscConfig::FqCodel(FqCodelConfig {
         target_ns: 5 * MS,
         interval_ns: 100 * MS,
         mtu_bytes: 1500,
@@ -240,7 +240,7 @@ fn fq_codel_with_ecn() {
 #[test]
 fn red_with_ecn() {
     let mut red = dumbbell(100_000_000, ecn_flows(5, "reno"), 6.0, 6);
-    red.link.qdisc = QdiscConfig::Red(RedConfig {
+    red.links[0].qdisc = QdiscConfig::Red(RedConfig {
         min_th_bytes: 60_000,
         max_th_bytes: 200_000,
         max_p: 0.1,
@@ -257,7 +257,7 @@ fn red_with_ecn() {
 #[test]
 fn pie_with_ecn() {
     let mut pie = dumbbell(100_000_000, ecn_flows(4, "bbr2"), 6.0, 6);
-    pie.link.qdisc = QdiscConfig::Pie(PieConfig {
+    pie.links[0].qdisc = QdiscConfig::Pie(PieConfig {
         target_ns: 15 * MS,
         tupdate_ns: 15 * MS,
         alpha: 0.125,
@@ -280,6 +280,6 @@ fn dctcp_and_bbr3_under_step_marking() {
     ];
     let mut step = dumbbell(1_000_000_000, fl, 8.0, 2);
     step.sample_interval_ns = MS;
-    step.link.qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(20), ecn: true });
+    step.links[0].qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(20), ecn: true });
     check("step_dctcp", &step, 0x05bc_b52b_a0e9_3efe, 0x62a3_8690_2c83_3de8);
 }

@@ -62,7 +62,7 @@ fn flows(cca: &str, n: u32, ecn: bool, q: QdiscConfig) -> Scenario {
         })
         .collect();
     let mut sc = dumbbell(100_000_000, fl, 8.0, 30);
-    sc.link.qdisc = q;
+    sc.links[0].qdisc = q;
     sc
 }
 
@@ -139,8 +139,8 @@ fn dctcp(n: u32, rate: u64, rtt_ns: u64, k: u64, secs: u64) -> Scenario {
         .collect();
     let mut sc = dumbbell(rate, fl, 8.0, secs);
     let min_buf = 200 * 1500;
-    sc.link.buffer.bytes = Some(sc.link.buffer.bytes.unwrap().max(min_buf));
-    sc.link.qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(k), ecn: true });
+    sc.links[0].buffer.bytes = Some(sc.links[0].buffer.bytes.unwrap().max(min_buf));
+    sc.links[0].qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(k), ecn: true });
     sc.sample_interval_ns = MS;
     sc
 }
@@ -221,7 +221,7 @@ fn bbr3_ecn_low_responds_to_marks_and_holds_a_shorter_queue() {
     // the same flows ignoring ECN, at full utilization.
     let run = |ecn_low: bool| {
         let mut sc = dctcp(2, 1_000_000_000, 250 * US, 20, 4);
-        sc.link.buffer.bytes = Some(400 * 1500);
+        sc.links[0].buffer.bytes = Some(400 * 1500);
         for f in &mut sc.flows {
             f.cca = "bbr3".into();
             if ecn_low {

@@ -44,7 +44,7 @@ fn counters(c: &cclab_netmodel::Counters) -> [u64; 11] {
 }
 
 fn sim_path(link: &Link, seed: u64, arrivals: &[Arrival]) -> Trace {
-    let mut sl = SimLink::new(link, seed, 8).unwrap();
+    let mut sl = SimLink::new(0, link, seed, 8).unwrap();
     sl.drop_log = Some(vec![]);
     let mut q = EventQueue::new();
     for (i, a) in arrivals.iter().enumerate() {
@@ -58,8 +58,8 @@ fn sim_path(link: &Link, seed: u64, arrivals: &[Arrival]) -> Trace {
                 let pkt = Packet::new(flow, len, ect, Seg::new(i, 0, false));
                 sl.arrive(now, pkt, &mut q, &mut rx);
             }
-            Event::Bottleneck => sl.on_bottleneck(now, &mut q, &mut rx),
-            Event::Propagation => sl.on_propagation(now, &mut q, &mut rx),
+            Event::Bottleneck(_) => sl.on_bottleneck(now, &mut q, &mut rx),
+            Event::Propagation(_) => sl.on_propagation(now, &mut q, &mut rx),
             other => panic!("unexpected event {other:?}"),
         }
         delivered.extend(rx.drain(..).map(|p: Packet| (p.data.seq, now.0, p.ce)));
@@ -170,6 +170,9 @@ fn link(cap: usize, rate_mbps: u64, delay_us: u64, buffer: (bool, u64), loss: (u
         _ => Loss::GilbertElliott { p: loss.1, r: 0.3, h: 0.2, k: 0.99 },
     };
     Link {
+        name: "link".into(),
+        from: "left".into(),
+        to: "right".into(),
         capacity,
         delay_ns: delay_us * 1000,
         buffer: if buffer.0 { Buffer { bytes: Some(1500 + buffer.1 * 500), packets: None } } else { Buffer { bytes: None, packets: Some(1 + buffer.1 / 2) } },

@@ -7,7 +7,7 @@ use cclab_sim::scenario::*;
 use common::*;
 use proptest::prelude::*;
 
-fn scenario(rate_mbps: u64, rtts: Vec<u64>, ccas: Vec<usize>, buf_pkts: u64, loss: f64, starts: Vec<u64>, dur_ms: u64, seed: u64) -> Scenario {
+fn scenario(rate_mbps: u64, rtts: Vec<u64>, ccas: Vec<usize>, sacks: Vec<bool>, buf_pkts: u64, loss: f64, starts: Vec<u64>, dur_ms: u64, seed: u64) -> Scenario {
     let flows = rtts
         .iter()
         .zip(&ccas)
@@ -18,14 +18,16 @@ fn scenario(rate_mbps: u64, rtts: Vec<u64>, ccas: Vec<usize>, buf_pkts: u64, los
             f.start_ns = st * MS;
             // DCTCP requires ECN; the other algorithms run with or without it.
             f.ecn = f.cca == "dctcp" || (c / ALGORITHMS.len()) % 2 == 1;
+            // Some flows without SACK (NewReno recovery).
+            f.sack = sacks[i];
             f
         })
         .collect();
     let mut sc = dumbbell(rate_mbps * 1_000_000, flows, 1.0, 1);
     sc.duration_ns = dur_ms * MS;
     sc.measure.to_ns = sc.duration_ns;
-    sc.link.buffer = Buffer { bytes: None, packets: Some(buf_pkts) };
-    sc.link.loss = Loss::Bernoulli { p: loss };
+    sc.links[0].buffer = Buffer { bytes: None, packets: Some(buf_pkts) };
+    sc.links[0].loss = Loss::Bernoulli { p: loss };
     sc.seed = seed;
     sc
 }
@@ -39,13 +41,14 @@ proptest! {
         n in 1usize..5,
         rtts in proptest::collection::vec(2u64..150, 5),
         ccas in proptest::collection::vec(0usize..64, 5),
+        sacks in proptest::collection::vec(proptest::bool::weighted(0.7), 5),
         starts in proptest::collection::vec(0u64..1500, 5),
         buf_pkts in 1u64..400,
         loss in prop_oneof![Just(0.0), 0.0..0.05],
         dur_ms in 500u64..3000,
         seed in 0u64..1000,
     ) {
-        let sc = scenario(rate_mbps, rtts[..n].to_vec(), ccas[..n].to_vec(), buf_pkts, loss, starts[..n].to_vec(), dur_ms, seed);
+        let sc = scenario(rate_mbps, rtts[..n].to_vec(), ccas[..n].to_vec(), sacks[..n].to_vec(), buf_pkts, loss, starts[..n].to_vec(), dur_ms, seed);
         let out = cclab_sim::simulate(&sc).unwrap();
         let c = &out.counters;
         prop_assert_eq!(c.sent_packets, c.delivered_packets + c.dropped_packets + c.queued_packets + c.in_flight_packets, "{:?}", c);

@@ -80,7 +80,7 @@ fn cubic_flows(n: u32, qdisc: QdiscConfig) -> Scenario {
         })
         .collect();
     let mut sc = dumbbell(100_000_000, flows, 8.0, 30);
-    sc.link.qdisc = qdisc;
+    sc.links[0].qdisc = qdisc;
     sc
 }
 
@@ -115,7 +115,7 @@ fn codel_holds_the_sojourn_near_its_target_on_a_deep_buffer_where_drop_tail_fill
             assert!(p50 < 5.0, "1 flow: median sojourn {p50} ms");
         }
         let dt = simulate(&cubic_flows(n, QdiscConfig::Droptail {})).unwrap();
-        let buffer = cubic_flows(n, QdiscConfig::Droptail {}).link.buffer.bytes.unwrap() as f64;
+        let buffer = cubic_flows(n, QdiscConfig::Droptail {}).links[0].buffer.bytes.unwrap() as f64;
         let peak = *dt.link.queue_bytes.iter().max().unwrap() as f64;
         let dt_p50 = percentile(sojourn_ms(&dt, 10.0, 30.0), 0.5);
         eprintln!("droptail {n} cubic: sojourn p50 {dt_p50:.1} ms, peak queue {:.3} of the buffer", peak / buffer);
@@ -133,7 +133,7 @@ fn fq_codel_shares_the_link_between_bbr_and_cubic_where_drop_tail_does_not() {
     // single CoDel queue does not fix that, FQ-CoDel does.
     let run = |q: QdiscConfig, bdp: f64| {
         let mut sc = dumbbell(100_000_000, vec![flow(0, "bbr", 50), flow(1, "cubic", 50)], bdp, 60);
-        sc.link.qdisc = q;
+        sc.links[0].qdisc = q;
         let out = simulate(&sc).unwrap();
         let (b, c) = (goodput_bps(&out, 0, 20.0, 60.0), goodput_bps(&out, 1, 20.0, 60.0));
         let jain = (b + c).powi(2) / (2.0 * (b * b + c * c));
@@ -189,7 +189,7 @@ fn red_drops_early_and_keeps_the_queue_below_max_th() {
     };
     let flows = (0..4).map(|i| flow(i, "cubic", 50)).collect();
     let mut sc = dumbbell(100_000_000, flows, 4.0, 30);
-    sc.link.qdisc = QdiscConfig::Red(red);
+    sc.links[0].qdisc = QdiscConfig::Red(red);
     let out = simulate(&sc).unwrap();
     let l = &out.link;
     let q: Vec<u64> = (0..l.time_ns.len()).filter(|&k| l.time_ns[k] > 10 * S).map(|k| l.queue_bytes[k]).collect();
@@ -210,7 +210,7 @@ fn ecn_capable_flows_are_marked_not_dropped_and_marks_reach_the_receiver() {
     let mut flows = vec![flow(0, "cubic", 50), flow(1, "cubic", 50)];
     flows[0].ecn = true;
     let mut sc = dumbbell(100_000_000, flows, 2.0, 20);
-    sc.link.qdisc = fq_codel();
+    sc.links[0].qdisc = fq_codel();
     let out = simulate(&sc).unwrap();
     let l = &out.link;
     let ce: u64 = out.flow_info.iter().map(|f| f.ce_segments).sum();
@@ -227,8 +227,8 @@ fn same_scenario_and_seed_give_identical_records_with_every_qdisc() {
     let qdiscs = [QdiscConfig::Droptail {}, QdiscConfig::RandomDrop {}, codel(), fq_codel(), pie()];
     for q in qdiscs {
         let mut sc = dumbbell(50_000_000, vec![flow(0, "cubic", 30), flow(1, "bbr", 60)], 2.0, 5);
-        sc.link.qdisc = q;
-        sc.link.loss = Loss::Bernoulli { p: 0.001 };
+        sc.links[0].qdisc = q;
+        sc.links[0].loss = Loss::Bernoulli { p: 0.001 };
         let (a, b) = (simulate(&sc).unwrap(), simulate(&sc).unwrap());
         assert_eq!(a.link.egress_bytes, b.link.egress_bytes);
         assert_eq!(a.link.drops_aqm, b.link.drops_aqm);

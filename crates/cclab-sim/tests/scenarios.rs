@@ -44,7 +44,7 @@ fn reno_mean_cwnd_follows_mathis() {
     // the model band, plus sampling noise of ~50 loss epochs per point.
     for p in [0.0005, 0.002, 0.01] {
         let mut sc = dumbbell(100_000_000, vec![flow(0, "reno", 50)], 2.0, 200);
-        sc.link.loss = Loss::Bernoulli { p };
+        sc.links[0].loss = Loss::Bernoulli { p };
         sc.seed = 7;
         let out = simulate(&sc).unwrap();
         let w = mean_cwnd_pkts(&out, 0, 10.0);
@@ -63,7 +63,7 @@ fn cubic_mean_cwnd_follows_rfc9438_response_function() {
     let (c, beta, rtt) = (0.4f64, 0.7f64, 0.1f64);
     for p in [5e-5, 1e-4] {
         let mut sc = dumbbell(1_000_000_000, vec![flow(0, "cubic", 100)], 1.0, 300);
-        sc.link.loss = Loss::Bernoulli { p };
+        sc.links[0].loss = Loss::Bernoulli { p };
         sc.seed = 3;
         let out = simulate(&sc).unwrap();
         let w = mean_cwnd_pkts(&out, 0, 20.0);
@@ -81,7 +81,7 @@ fn halving_the_rate_halves_goodput_within_a_few_rtts() {
     // settle. In-order goodput can jump when a retransmission fills a hole
     // (the rate drop causes losses), so it is averaged over the next 10 s.
     let mut sc = dumbbell(100_000_000, vec![flow(0, "cubic", 25)], 1.0, 20);
-    sc.link.schedule = vec![Change { at_ns: 10 * S, rate_bps: Some(50_000_000), delay_ns: None, loss: None }];
+    sc.links[0].schedule = vec![Change { at_ns: 10 * S, rate_bps: Some(50_000_000), delay_ns: None, loss: None }];
     let out = simulate(&sc).unwrap();
     let before = goodput_bps(&out, 0, 5.0, 10.0);
     let after = goodput_bps(&out, 0, 10.0 + 5.0 * 0.025, 20.0);
@@ -101,8 +101,8 @@ fn trace_link_delivers_what_the_trace_allows() {
     let ms = MS;
     let opportunities: Vec<u64> = (1..=100).map(|i| i * ms).chain(std::iter::once(200 * ms)).collect();
     let mut sc = dumbbell(1, vec![flow(0, "cubic", 40)], 1.0, 30);
-    sc.link.capacity = Capacity::Trace { path: "synthetic".into(), opportunities_ns: opportunities, period_ns: 200 * ms, bytes_per_opportunity: 1500 };
-    sc.link.buffer = Buffer { bytes: Some(300_000), packets: None };
+    sc.links[0].capacity = Capacity::Trace { path: "synthetic".into(), opportunities_ns: opportunities, period_ns: 200 * ms, bytes_per_opportunity: 1500 };
+    sc.links[0].buffer = Buffer { bytes: Some(300_000), packets: None };
     let out = simulate(&sc).unwrap();
     let mean_bps = 101.0 * 1500.0 * 8.0 / 0.2;
     let g = goodput_bps(&out, 0, 5.0, 30.0);
@@ -123,7 +123,7 @@ fn trace_link_delivers_what_the_trace_allows() {
 fn same_seed_same_records_different_seed_different_loss() {
     // docs/validation.md check 7 (determinism).
     let mut sc = dumbbell(50_000_000, vec![flow(0, "cubic", 30), flow(1, "reno", 60)], 0.5, 10);
-    sc.link.loss = Loss::Bernoulli { p: 0.001 };
+    sc.links[0].loss = Loss::Bernoulli { p: 0.001 };
     let a = simulate(&sc).unwrap();
     let b = simulate(&sc).unwrap();
     assert_eq!(a.flows.delivered_bytes, b.flows.delivered_bytes);

@@ -16,6 +16,8 @@ Kinds:
 | `jain` | sweep/run | Jain's fairness index over time |
 | `period` | run | per-algorithm share over time and its autocorrelation, with the dominant period |
 | `timeseries` | run | the stacked per-run figure of `cclab.plot`, BBR states shaded |
+| `links` | run | one panel per link of a topology: queue, queueing delay, drops |
+| `topology` | run | the topology drawn: nodes, links (rate, delay), each flow group's path |
 | `cdf` | sweep/run | CDF of per-packet RTT or queueing delay, or of flow completion times |
 | `scatter` | sweep/run | goodput vs 95th-percentile RTT per algorithm, 1-σ ellipses over trials (Pantheon) |
 
@@ -187,6 +189,8 @@ def default_specs(target: Target) -> list[dict[str, Any]]:
         if len({f["cca"] for f in run.ir["flows"]}) > 1:
             specs.append({"kind": "period"})
         specs += distribution_specs(run.summary, getattr(run, "histograms", None))
+        if len(run.ir.get("links") or []) > 1 or any(f.get("ack_path") for f in run.ir["flows"]):
+            specs = [{"kind": "topology"}, *specs, {"kind": "links"}]
         return specs
     listed = target.sweep_toml.get("figures")
     if listed:

@@ -103,3 +103,21 @@ def timeseries(target: Target, point: int | None = None, **kwargs) -> Figure:
 
     run = target.run(point)
     return figure_timeseries(run.flows, run.link, run.ir, **kwargs)
+
+
+@register("links", "run", "one panel per link: its queue, queueing delay and drops (topologies, docs/topologies.md)")
+def links(target: Target, point: int | None = None, **kwargs) -> Figure:
+    from cclab.plot import figure_links
+
+    run = target.run(point)
+    return figure_links(run.link, run.ir, **kwargs)
+
+
+@register("topology", "run", "the links, their nodes, rates and delays, and each flow group's path")
+def topology(target: Target, point: int | None = None, **kwargs) -> Figure:
+    from cclab.plot import figure_topology
+
+    run = target.run(point)
+    if len(run.ir.get("links") or []) < 2 and not any(f.get("ack_path") for f in run.ir["flows"]):
+        raise FigureError("a one-link run has no topology to draw (docs/topologies.md)")
+    return figure_topology(run.ir, **kwargs)

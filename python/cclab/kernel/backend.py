@@ -46,7 +46,7 @@ from cclab.backends import BackendError
 from cclab.errors import ScenarioError
 from cclab.kernel import machine
 from cclab.kernel.diag import DiagSocket, TcpSample
-from cclab.kernel.netns import RunNamespaces, clean, in_netns, sender_addr
+from cclab.kernel.netns import RunNamespaces, TopologyNamespaces, clean, host_addr, in_netns, sender_addr
 from cclab.states import BBR, kernel_names, loss_based_code
 
 __all__ = ["KernelBackend", "KernelRunError", "check", "get_backend", "run", "STATE_NAMES"]
@@ -121,31 +121,42 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
     n = len(ir["flows"])
     if n > machine.MAX_FLOWS:
         raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")
-    link = ir["link"]
+    _check_topology(ir)
     packet = int(ir["mss"]) + int(ir["header_bytes"])
     if packet > 65535 or packet < 576:
         raise ScenarioError("mss", ir["mss"], f"packets of {packet} bytes cannot be emulated", "mss + headers must be between 576 and 65535 bytes")
     limit = machine.max_rate_bps(packet)
-    cap = link["capacity"]
-    rates = []
-    if cap["kind"] == "constant":
-        rates.append(("link.rate", int(cap["rate_bps"])))
-    else:
-        path = cap.get("path")
-        if path and not os.path.exists(path):
-            raise ScenarioError("link.trace", path, "trace file does not exist", "give the path of a Mahimahi trace file")
-        period = int(cap["period_ns"])
-        mean = len(cap["opportunities_ns"]) * int(cap["bytes_per_opportunity"]) * 8 * 1e9 / period if period else 0
-        rates.append(("link.trace", int(mean)))
-    for i, ch in enumerate(link.get("schedule") or []):
-        if ch.get("rate_bps") is not None:
-            rates.append((f"link.schedule[{i}].rate", int(ch["rate_bps"])))
-    for field, rate in rates:
-        if rate > limit and enforce_rate_limit:
-            raise ScenarioError(
-                field, f"{rate / 1e6:g}Mbps", f"{rate / 1e6:g} Mbit/s is beyond what the kernel backend's emulator sustains",
-                f"at most {limit / 1e6:g} Mbit/s with {packet}-byte packets on this machine (a larger mss raises it), or use --backend sim",
-            )  # fmt: skip
+    one = len(ir["links"]) == 1 and not is_topology(ir)
+    for link in ir["links"]:
+        where = "link" if one else f"links.{link['name']}"
+        cap = link["capacity"]
+        rates = []
+        if cap["kind"] == "constant":
+            rates.append((f"{where}.rate", int(cap["rate_bps"])))
+        else:
+            path = cap.get("path")
+            if path and not os.path.exists(path):
+                raise ScenarioError(f"{where}.trace", path, "trace file does not exist", "give the path of a Mahimahi trace file")
+            period = int(cap["period_ns"])
+            mean = len(cap["opportunities_ns"]) * int(cap["bytes_per_opportunity"]) * 8 * 1e9 / period if period else 0
+            rates.append((f"{where}.trace", int(mean)))
+        for i, ch in enumerate(link.get("schedule") or []):
+            if ch.get("rate_bps") is not None:
+                rates.append((f"{where}.schedule[{i}].rate", int(ch["rate_bps"])))
+        for field, rate in rates:
+            if rate > limit and enforce_rate_limit:
+                raise ScenarioError(
+                    field, f"{rate / 1e6:g}Mbps", f"{rate / 1e6:g} Mbit/s is beyond what the kernel backend's emulator sustains",
+                    f"at most {limit / 1e6:g} Mbit/s with {packet}-byte packets on this machine (a larger mss raises it), or use --backend sim",
+                )  # fmt: skip
+    if not one and enforce_rate_limit:
+        total = sum(int(link["capacity"].get("rate_bps") or 0) for link in ir["links"])
+        if total > limit:
+            raise ScenarioError(f"links.{ir['links'][0]['name']}.rate", f"{total / 1e6:g}Mbps",
+                                f"the links of this topology carry up to {total / 1e6:g} Mbit/s together, beyond what "
+                                "the kernel backend's emulator (one thread for every link) sustains",
+                                f"at most {limit / 1e6:g} Mbit/s in total with {packet}-byte packets on this machine, "
+                                "or use --backend sim")  # fmt: skip
     # The emulator runs every queue discipline (cclab-netmodel, the simulator's
     # code) and marks CE in the real IPv4 header. ECN is negotiated per
     # namespace (net.ipv4.tcp_ecn, set to 1 in both when the flows ask for
@@ -164,6 +175,41 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
         raise ScenarioError("backend", "kernel", "/dev/net/tun is not available", "load the tun module, or use --backend sim")
     if machine.link_command() is None:
         raise ScenarioError("backend", "kernel", "the cclab-link emulator binary was not found", machine.build_hint())
+
+
+def is_topology(ir: Mapping[str, Any]) -> bool:
+    """Several links, or ACKs over links: run with one namespace per host (docs/kernel.md "Topologies")."""
+    return len(ir["links"]) > 1 or any(f.get("ack_path") for f in ir["flows"])
+
+
+def _check_topology(ir: Mapping[str, Any]) -> None:
+    """What of a topology the kernel backend runs, and Linux's receiver options: refused here,
+    before any namespace exists, naming the element."""
+    from cclab.kernel.netns import MAX_HOSTS, flow_nodes, hosts
+
+    if is_topology(ir):
+        n_hosts = len(hosts(ir))
+        if n_hosts > MAX_HOSTS:
+            raise ScenarioError("links", n_hosts, f"{n_hosts} end nodes need more namespaces than the kernel backend "
+                                "makes", f"at most {MAX_HOSTS} nodes where flows start or end")  # fmt: skip
+        for f in ir["flows"]:
+            a, b = flow_nodes(ir, f)
+            if a == b:
+                raise ScenarioError(f"flows[{_group(f)}].path", f["path"], f"starts and ends at node {a!r}: the kernel "
+                                    "backend puts a flow's sender and receiver in different namespaces",
+                                    "a path between two different nodes, or use --backend sim")  # fmt: skip
+    for f in ir["flows"]:
+        if int(f.get("ack_every", 2)) > 2:
+            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], "Linux ACKs at least every second "
+                                "full segment; it cannot be made to wait for more",
+                                "ack_every 1 (delayed_ack = false: the route's quickack attribute) or 2 "
+                                "(Linux's default), or use --backend sim")  # fmt: skip
+    sack = {bool(f.get("sack", True)) for f in ir["flows"]}
+    if len(sack) > 1:
+        f = next(f for f in ir["flows"] if not f.get("sack", True))
+        raise ScenarioError(f"flows[{_group(f)}].sack", False, "the kernel backend runs SACK for all flows of a run or "
+                            "none (net.ipv4.tcp_sack is per namespace)", "give every flow group the same sack, or use "
+                            "--backend sim")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -206,6 +252,46 @@ class _Sampler(threading.Thread):
             self.diag.close()
 
 
+class _Samplers:
+    """The samplers of a topology run, one per host with senders, used as one: their rows merged
+    by sample (each socket is in exactly one of them)."""
+
+    def __init__(self, samplers: list[_Sampler]):
+        self.samplers = samplers
+        self.stop_flag = threading.Event()
+        self.diag = self  # only closed when never started (see _run)
+        self.ident: int | None = None
+
+    def start(self) -> None:
+        for s in self.samplers:
+            s.start()
+        self.ident = 1
+
+    def close(self) -> None:
+        for s in self.samplers:
+            s.diag.close()
+
+    def join(self, timeout: float | None = None) -> None:
+        for s in self.samplers:
+            s.join(timeout=timeout)
+
+    @property
+    def error(self) -> BaseException | None:
+        return next((s.error for s in self.samplers if s.error is not None), None)
+
+    @property
+    def rows(self) -> list[tuple[int, int, float, dict[int, TcpSample]]]:
+        merged: dict[int, tuple[int, int, float, dict[int, TcpSample]]] = {}
+        for s in self.samplers:
+            for k, actual, cost, by_flow in s.rows:
+                if k in merged:
+                    _, a0, c0, b0 = merged[k]
+                    merged[k] = (k, max(a0, actual), max(c0, cost), {**b0, **by_flow})
+                else:
+                    merged[k] = (k, actual, cost, dict(by_flow))
+        return [merged[k] for k in sorted(merged)]
+
+
 def _bbr_mode(bbr: Mapping[str, float]) -> int:
     """BBR v1's mode (index into cclab.states.BBR) from its tcp_bbr_info.
 
@@ -233,6 +319,55 @@ def _cpu_times() -> tuple[int, int]:
         parts = [int(x) for x in fh.readline().split()[1:]]
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
     return sum(parts), idle
+
+
+def _sched_ns(pid: int) -> tuple[int, int]:
+    """(on CPU, waiting on a run queue) in ns, summed over the threads of ``pid`` (/proc/PID/task/*/schedstat;
+    (0, 0) once it is gone)."""
+    run = wait = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                parts = fh.read().split()
+            run += int(parts[0])
+            wait += int(parts[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return run, wait
+
+
+def _softirq_pids() -> list[int]:
+    """The ksoftirqd threads: where network receive work goes when it is deferred from interrupts and syscalls."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/comm") as fh:
+                    if fh.read().startswith("ksoftirqd/"):
+                        out.append(int(entry))
+            except OSError:
+                continue
+    return out
+
+
+def _sched_snapshot(procs: Mapping[str, int]) -> dict[str, Any]:
+    """Scheduler counters of the traffic endpoints and the softirq threads, at one moment."""
+    return {"t_ns": time.monotonic_ns(), "procs": {name: _sched_ns(pid) for name, pid in procs.items()},
+            "softirq": {pid: _sched_ns(pid) for pid in _softirq_pids()}}  # fmt: skip
+
+
+def _endpoint_wait(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
+    """Fraction of the run each endpoint process (and the busiest ksoftirqd thread) spent runnable but
+    waiting for a CPU — the endpoints' own CPU starvation, which the emulator's lateness does not show."""
+    wall = max(1, b["t_ns"] - a["t_ns"])
+    out = {name: (b["procs"][name][1] - a["procs"][name][1]) / wall for name in a["procs"] if name in b["procs"]}
+    soft = [(b["softirq"][pid][1] - a["softirq"][pid][1]) / wall for pid in a["softirq"] if pid in b["softirq"]]
+    out["ksoftirqd"] = max(soft, default=0.0)
+    return {k: round(max(0.0, v), 4) for k, v in out.items()}
 
 
 def _read_csv(path: Path) -> dict[str, np.ndarray]:
@@ -314,12 +449,17 @@ class EmulatedPath:
         self.emulator: subprocess.Popen | None = None
         self.t0: int | None = None
 
-    def spawn(self, args: list[str], name: str, expect: str, stdin: bool = False) -> subprocess.Popen:
+    def spawn(self, args: list[str], name: str, expect: str, stdin: bool = False, wait: bool = True) -> subprocess.Popen:
         p = _spawn(args, self.workdir, name, stdin=stdin)
         self.procs.append(p)
         self.names[p.pid] = name
-        _wait_line(p, expect, 10.0, f"cclab-link {name}", self.workdir / f"{name}.stderr")
+        if wait:
+            self.wait_ready(p, expect)
         return p
+
+    def wait_ready(self, p: subprocess.Popen, expect: str) -> None:
+        name = self.names[p.pid]
+        _wait_line(p, expect, 10.0, f"cclab-link {name}", self.workdir / f"{name}.stderr")
 
     def start(self, t0: int) -> None:
         """Tell the emulator the run's time zero (CLOCK_MONOTONIC ns); it starts forwarding."""
@@ -338,6 +478,10 @@ class EmulatedPath:
     def stop(self) -> None:
         _stop(list(reversed(self.procs)))
 
+    def named_procs(self) -> dict[str, subprocess.Popen]:
+        """The traffic endpoints started with :meth:`spawn`, by name (``send``, ``recv``)."""
+        return {self.names[p.pid]: p for p in self.procs if p.pid in self.names}
+
 
 @contextmanager
 def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> Iterator[EmulatedPath]:
@@ -348,7 +492,8 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
     cleaned = clean()  # leftovers of runs that were killed (their owner process is gone)
     n_flows = len(ir["flows"])
     mtu = int(ir["mss"]) + int(ir["header_bytes"])
-    ns = RunNamespaces()
+    topology = is_topology(ir)
+    ns: Any = TopologyNamespaces(ir) if topology else RunNamespaces()
     workdir = Path(tempfile.mkdtemp(prefix=f"cclab-{ns.run_id}-"))
     path = EmulatedPath(ir, command, ns, workdir)
     path.cleaned = cleaned  # type: ignore[attr-defined]
@@ -364,13 +509,24 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
         old_term = signal.signal(signal.SIGTERM, _on_term)
     try:
         path.ir_path.write_text(json.dumps(ir))
-        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]))
+        ns.create(ir["host"]["tcp_rmem"], ir["host"]["tcp_wmem"], ecn=any(f.get("ecn") for f in ir["flows"]),
+                  sack=all(f.get("sack", True) for f in ir["flows"]))  # fmt: skip
+        if topology:
+            hosts_arg = ",".join(f"{node}={ns.path(name)}" for node, name in zip(ns.hosts, ns.names))
+            path.emulator = path.spawn(
+                [*command, "emulate-topo", "--ir", str(path.ir_path), "--hosts", hosts_arg, "--dev", "cltun",
+                 "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
+                "emulator", "ready", stdin=True,
+            )  # fmt: skip
+            ns.configure_devices(mtu)
+            yield path
+            return
         path.emulator = path.spawn(
             [*command, "emulate", "--ir", str(path.ir_path), "--snd-netns", ns.path(ns.snd), "--rcv-netns", ns.path(ns.rcv),
              "--dev", "cltun", "--out", str(workdir), "--rt-prio", str(EMULATOR_RT_PRIO), "--spin-ns", str(EMULATOR_SPIN_NS)],
             "emulator", "ready", stdin=True,
         )  # fmt: skip
-        ns.configure_devices(n_flows, mtu)
+        ns.configure_devices(n_flows, mtu, quickack=[int(f["id"]) for f in ir["flows"] if int(f.get("ack_every", 2)) == 1])
         yield path
     finally:
         path.stop()
@@ -403,17 +559,40 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
     n_samples = int(ir["duration_ns"]) // interval
     n_flows = len(ir["flows"])
     max_rtt = max(int(f["rtt_ns"]) for f in ir["flows"])
-    sampler: _Sampler | None = None
+    sampler: Any = None
     with emulated_path(ir, enforce_rate_limit=enforce_rate_limit) as path:
         ns, workdir, command, ir_path = path.ns, path.workdir, path.command, path.ir_path
         try:
             setup_start = time.monotonic_ns()
             t0 = setup_start + SETUP_MARGIN_NS + 4 * max_rtt + 100_000_000
+            if isinstance(ns, TopologyNamespaces):  # a receiver and a sender process per host start
+                t0 += 100_000_000 * len(ns.names)
             path.start(t0)
-            path.spawn([*command, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
-                        "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
-            path.spawn([*command, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
-            sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
+            if isinstance(ns, TopologyNamespaces):
+                # every receiver, then every sender, started at once (each waits for its own time)
+                ends = ns.flow_hosts()
+                receivers = [path.spawn([*command, "recv", "--ir", str(ir_path), "--netns", ns.path(name), "--t0", str(t0),
+                                         "--out", str(workdir / f"goodput-h{h}.csv"), "--listen", host_addr(h)],
+                                        f"recv-h{h}", "listening", wait=False)
+                             for h, name in enumerate(ns.names) if any(b == h for _, b in ends)]  # fmt: skip
+                for p in receivers:
+                    path.wait_ready(p, "listening")
+                senders, samplers = [], []
+                for h, name in enumerate(ns.names):
+                    mine = [i for i, (a, _) in enumerate(ends) if a == h]
+                    if mine:
+                        senders.append(path.spawn([*command, "send", "--ir", str(ir_path), "--netns", ns.path(name),
+                                                   "--t0", str(t0), "--flows", ",".join(map(str, mine))],
+                                                  f"send-h{h}", "connected", wait=False))  # fmt: skip
+                        samplers.append(_Sampler(name, t0, interval, n_samples, n_flows))
+                for p in senders:
+                    path.wait_ready(p, "connected")
+                sampler = _Samplers(samplers)
+            else:
+                path.spawn([*command, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
+                            "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
+                path.spawn([*command, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
+                sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
             if time.monotonic_ns() >= t0:
                 raise KernelRunError(
                     f"set-up (namespaces, emulator, connecting {n_flows} flow(s)) took longer than its margin of "
@@ -421,23 +600,28 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
                 )
             sampler.start()
             cpu0 = _cpu_times()
+            endpoints = {name: p.pid for name, p in path.named_procs().items()}
+            sched0 = _sched_snapshot(endpoints)
             end = t0 + n_samples * interval + 20_000_000
             while time.monotonic_ns() < end:
                 path.check_alive()
                 time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
             cpu1 = _cpu_times()
+            endpoint_wait = _endpoint_wait(sched0, _sched_snapshot(endpoints))
             sampler.join(timeout=5)
             dev_stats = ns.device_stats()
             sysctls = ns.sysctls()
             path.stop()
             if sampler.error is not None:
                 raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
-            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command)  # type: ignore[attr-defined]
+            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command,  # type: ignore[attr-defined]
+                             endpoint_wait)
         finally:
             if sampler is not None:
-                sampler.stop_flag.set()
-                if sampler.ident is None:  # never started: its socket is ours to close
-                    sampler.diag.close()
+                for one in getattr(sampler, "samplers", [sampler]):
+                    one.stop_flag.set()
+                    if one.ident is None:  # never started: its socket is ours to close
+                        one.diag.close()
 
 
 # ---------------------------------------------------------------------------
@@ -497,7 +681,7 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
 
 def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
               cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any],
-              command: list[str]) -> dict[str, Any]:  # fmt: skip
+              command: list[str], endpoint_wait: Mapping[str, float] | None = None) -> dict[str, Any]:  # fmt: skip
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     flows_ir = list(ir["flows"])
@@ -507,7 +691,13 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
 
     link_csv = _read_csv(workdir / "link.csv")
     lflows = _read_csv(workdir / "link_flows.csv")
-    goodput = _read_csv(workdir / "goodput.csv")
+    topology = "link_id" in link_csv
+    if topology:  # one receiver per host: each counts only its flows (zeros for the others)
+        parts = [_read_csv(p) for p in sorted(workdir.glob("goodput-h*.csv"))]
+        goodput = {c: parts[0][c] for c in ("time_ns", "flow_id")}
+        goodput["delivered_bytes"] = np.sum([p["delivered_bytes"] for p in parts], axis=0)
+    else:
+        goodput = _read_csv(workdir / "goodput.csv")
     emu = json.loads((workdir / "emulator.json").read_text())
 
     def grid(table: dict[str, np.ndarray], col: str) -> np.ndarray:
@@ -556,24 +746,29 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
     for c in _FLOW_FLOAT_COLS:
         flows_raw[c] = flat(state[c])
 
-    link_raw = _link_raw(link_csv, times)
     counters = emu["counters"]
-    dropped = (int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
-               + int(counters.get("drops_policer", 0)))
+    if topology:
+        link_raw, cap_stats = _topology_link_raw(ir, link_csv, times)
+        dropped = int(counters["data_dropped"])
+    else:
+        link_raw = _link_raw(link_csv, times)
+        dropped = (int(counters["drops_overflow"]) + int(counters["drops_random"]) + int(counters.get("drops_aqm", 0))
+                   + int(counters.get("drops_policer", 0)))
     raw_counters = {
         "sent_packets": int(counters["data_in"]),
         "delivered_packets": int(counters["data_out"]),
         "dropped_packets": dropped,
         "queued_packets": int(counters["queued_packets"]),
-        "in_flight_packets": int(counters["data_in"]) - int(counters["data_out"]) - dropped - int(counters["queued_packets"]),
+        "in_flight_packets": max(0, int(counters["data_in"]) - int(counters["data_out"]) - dropped - int(counters["queued_packets"])),
     }
 
     state_names = {str(f["cca"]): list(kernel_names(str(f["cca"]))) for f in flows_ir}
-    busy_ns = _link_raw(link_csv, times, cols=("busy_ns",))["busy_ns"]
-    # constant-rate links only: on a trace, opportunities a short queue cannot
-    # fill are lost by definition (docs/ir.md)
-    cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["link"]["capacity"]["kind"] == "constant" else None
-    reasons = _self_check(emu, dev_stats, cap_stats)
+    if not topology:
+        busy_ns = _link_raw(link_csv, times, cols=("busy_ns",))["busy_ns"]
+        # constant-rate links only: on a trace, opportunities a short queue cannot
+        # fill are lost by definition (docs/ir.md)
+        cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["links"][0]["capacity"]["kind"] == "constant" else None
+    reasons = _self_check(emu, dev_stats, cap_stats, endpoint_wait)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])
     cpu_frac = busy / max(1, cpu1[0] - cpu0[0])
@@ -588,11 +783,12 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "ccas_used": sorted(set(c for c in used.values() if c)),
             "flow_ccas": used,
             "sysctls": sysctls,
-            "namespaces": [ns.snd, ns.rcv],
+            "namespaces": list(ns.names) if topology else [ns.snd, ns.rcv],
             "mtu": int(ir["mss"]) + header,
             "offloads": "TUN without IFF_VNET_HDR: no TSO/GSO/GRO reaches the emulator; every packet is at most the MTU",
             "tun": dev_stats,
             "cpu_busy_fraction": cpu_frac,
+            "endpoint_wait": dict(endpoint_wait or {}),
             "traffic": "cclab-link send/recv (TCP_CONGESTION per socket; goodput = bytes read by the receiving application)",
             "sampler": {
                 "method": "INET_DIAG sock_diag netlink (tcp_info + BBR info)",
@@ -603,7 +799,8 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "leftovers_cleaned": cleaned,
         },
         "emulator": {**{k: emu[k] for k in ("emulator", "version", "settings", "lateness_ns", "lateness_ns_data", "lateness_ns_ack", "wakeup_lateness_ns",
-                                            "lateness_hist_ns_data", "lateness_hist_ns_ack", "counters", "cpu_ns", "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
+                                            "lateness_hist_ns_data", "lateness_hist_ns_ack", "lateness_hist_ns", "counters", "cpu_ns",
+                                            "cpu_ns_data_thread", "cpu_ns_ack_thread", "wall_ns") if k in emu},
                      "binary": " ".join(command),
                      "capacity_check": cap_stats},
     }
@@ -689,7 +886,26 @@ def _link_raw(t: dict[str, np.ndarray], times: np.ndarray, cols: tuple[str, ...]
     return out
 
 
-def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mapping[str, Any] | None) -> list[str]:
+def _topology_link_raw(ir: Mapping[str, Any], t: dict[str, np.ndarray], times: np.ndarray
+                       ) -> tuple[dict[str, np.ndarray], dict[str, Any] | None]:  # fmt: skip
+    """A topology's link.csv (one row per link per sample, ``link_id``) as the raw ``link`` table
+    (rows by time, then link), and the capacity self-check of each constant-rate link."""
+    n_links, n = len(ir["links"]), times.size
+    per_link, stats = [], {}
+    for j, link in enumerate(ir["links"]):
+        rows = {c: v[t["link_id"] == j] for c, v in t.items()}
+        raw = _link_raw(rows, times)
+        per_link.append(raw)
+        if link["capacity"]["kind"] == "constant":
+            busy = _link_raw(rows, times, cols=("busy_ns",))["busy_ns"]
+            stats[str(link["name"])] = capacity_stats({**ir, "links": [link]}, raw, busy)
+    out = {c: np.stack([p[c] for p in per_link], axis=1).reshape(n * n_links) for c in per_link[0]}
+    out["link_id"] = np.tile(np.arange(n_links, dtype=np.int64), n)
+    return out, ({"per_link": stats} if stats else None)
+
+
+def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mapping[str, Any] | None,
+                endpoint_wait: Mapping[str, float] | None = None) -> list[str]:  # fmt: skip
     reasons = []
     p99 = int(emu["lateness_ns"]["p99"])
     if p99 > LATENESS_P99_LIMIT_NS:
@@ -701,7 +917,10 @@ def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mappi
     if int(emu["counters"].get("write_errors", 0)):
         reasons.append(f"emulator failed to write {emu['counters']['write_errors']} packets into a TUN device")
     # achieved vs configured capacity over the intervals in which the link never idled
-    if cap_stats is not None:
+    if cap_stats is not None and "per_link" in cap_stats:
+        for name, stats in cap_stats["per_link"].items():
+            reasons += [f"link {name}: {r}" for r in _capacity_check(stats)]
+    elif cap_stats is not None:
         reasons += _capacity_check(cap_stats)
     # CPU saturation, judged by what it does to the emulator: its timed wake-ups
     # come late when it does not get a CPU (machine-wide CPU use is only

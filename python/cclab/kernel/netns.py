@@ -25,7 +25,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -36,6 +36,9 @@ __all__ = [
     "PREFIX",
     "RECEIVER_ADDR",
     "RunNamespaces",
+    "TopologyNamespaces",
+    "host_addr",
+    "hosts",
     "clean",
     "in_netns",
     "leftovers",
@@ -47,7 +50,7 @@ PREFIX = "cclab-"
 DEV = "cltun"
 RECEIVER_ADDR = "10.77.2.1"
 PORT = 5201
-_NAME_RE = re.compile(r"^cclab-(\d+)-([0-9a-f]+)-(snd|rcv)$")
+_NAME_RE = re.compile(r"^cclab-(\d+)-([0-9a-f]+)-(snd|rcv|h\d+)$")
 _CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -56,6 +59,33 @@ T = TypeVar("T")
 
 def sender_addr(flow_id: int) -> str:
     return f"10.77.1.{10 + flow_id}"
+
+
+#: At most this many host namespaces (end nodes) in a topology run (crates/cclab-link/src/config.rs).
+MAX_HOSTS = 200
+
+
+def host_addr(h: int) -> str:
+    """The receiver address of host ``h`` of a topology (crates/cclab-link/src/config.rs ``host_addr``)."""
+    return f"10.77.2.{1 + h}"
+
+
+def flow_nodes(ir: Mapping[str, Any], flow: Mapping[str, Any]) -> tuple[str, str]:
+    """A flow's sender node and receiver node: where its path starts and ends."""
+    by_name = {str(link["name"]): link for link in ir["links"]}
+    return str(by_name[flow["path"][0]]["from"]), str(by_name[flow["path"][-1]]["to"])
+
+
+def hosts(ir: Mapping[str, Any]) -> list[str]:
+    """The host nodes of a topology — every node where a flow starts or ends — in the order the
+    links name them (from, then to); one namespace each (crates/cclab-link/src/config.rs ``hosts``)."""
+    ends = {n for f in ir["flows"] for n in flow_nodes(ir, f)}
+    out: list[str] = []
+    for link in ir["links"]:
+        for n in (str(link["from"]), str(link["to"])):
+            if n in ends and n not in out:
+                out.append(n)
+    return out
 
 
 def _setns(fd: int) -> None:
@@ -142,19 +172,24 @@ class RunNamespaces:
     def path(self, name: str) -> str:
         return os.path.join(NETNS_DIR, name)
 
-    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
+    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False, sack: bool = True) -> None:
         """Create both namespaces with the IR's host TCP buffers (``host.tcp_rmem``/``tcp_wmem``);
-        ``ecn``: ``net.ipv4.tcp_ecn = 1`` in both (request and accept ECN, RFC 3168)."""
+        ``ecn``: ``net.ipv4.tcp_ecn = 1`` in both (request and accept ECN, RFC 3168); ``sack``
+        false: ``net.ipv4.tcp_sack = 0`` in both (neither end offers SACK)."""
         for name in (self.snd, self.rcv):
             netns.create(name)
             self.created.append(name)
-            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn))
+            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn, sack))
 
     def sysctls(self) -> dict[str, str | None]:
         return in_netns(self.snd, lambda: {k: read_sysctl(k) for k in RECORDED_SYSCTLS})
 
-    def configure_devices(self, n_flows: int, mtu: int, txqueuelen: int = 10000) -> None:
-        """Addresses, MTU, txqueuelen and routes on the emulator's TUN devices (made by cclab-link)."""
+    def configure_devices(self, n_flows: int, mtu: int, txqueuelen: int = 10000,
+                          quickack: Iterable[int] = ()) -> None:  # fmt: skip
+        """Addresses, MTU, txqueuelen and routes on the emulator's TUN devices (made by cclab-link).
+        ``quickack``: flows whose receiver ACKs every segment at once (the IR's ``ack_every`` 1): a
+        route to the flow's sender with the ``quickack`` attribute (``RTAX_QUICKACK``: Linux's
+        ``tcp_in_quickack_mode`` is then always true for that socket)."""
 
         def snd() -> None:
             with IPRoute() as ipr:
@@ -170,6 +205,8 @@ class RunNamespaces:
                 idx = _up(ipr, DEV, mtu=mtu, txqlen=txqueuelen)
                 ipr.addr("add", index=idx, address=RECEIVER_ADDR, prefixlen=32)
                 ipr.route("add", dst="10.77.1.0/24", oif=idx)
+                for i in quickack:
+                    ipr.route("add", dst=f"{sender_addr(i)}/32", oif=idx, metrics={"quickack": 1})
 
         in_netns(self.snd, snd)
         in_netns(self.rcv, rcv)
@@ -200,7 +237,87 @@ class RunNamespaces:
         return removed
 
 
-def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False) -> None:
+@dataclass
+class TopologyNamespaces:
+    """One namespace per host node of a topology (docs/kernel.md "Topologies"): host h holds the
+    senders of the flows that start at its node and listens at :func:`host_addr` ``(h)`` for the flows
+    that end there. Create with :meth:`create`; always :meth:`remove` (in a ``finally``)."""
+
+    ir: Mapping[str, Any]
+    run_id: str = field(default_factory=lambda: f"{os.getpid()}-{secrets.token_hex(3)}")
+    created: list[str] = field(default_factory=list)
+
+    @property
+    def hosts(self) -> list[str]:
+        return hosts(self.ir)
+
+    @property
+    def names(self) -> list[str]:
+        return [f"{PREFIX}{self.run_id}-h{h}" for h in range(len(self.hosts))]
+
+    def path(self, name: str) -> str:
+        return os.path.join(NETNS_DIR, name)
+
+    def flow_hosts(self) -> list[tuple[int, int]]:
+        """(sender host, receiver host) of every flow, by flow id."""
+        index = {n: h for h, n in enumerate(self.hosts)}
+        return [(index[a], index[b]) for a, b in (flow_nodes(self.ir, f) for f in self.ir["flows"])]
+
+    def create(self, tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False, sack: bool = True) -> None:
+        for name in self.names:
+            netns.create(name)
+            self.created.append(name)
+            in_netns(name, lambda: _configure_sysctls(tcp_rmem, tcp_wmem, ecn, sack))
+
+    def sysctls(self) -> dict[str, str | None]:
+        return in_netns(self.names[0], lambda: {k: read_sysctl(k) for k in RECORDED_SYSCTLS})
+
+    def configure_devices(self, mtu: int, txqueuelen: int = 10000) -> None:
+        """Addresses (the senders of the flows starting at the host, the host's receiver address),
+        MTU, txqueuelen, one route for the whole plan (10.77.0.0/16) into the emulator's device, and
+        a ``quickack`` route to the sender of every flow ending at the host with ``ack_every`` 1."""
+        ends = self.flow_hosts()
+        for h, name in enumerate(self.names):
+            senders = [i for i, (a, _) in enumerate(ends) if a == h]
+            quick = [i for i, (_, b) in enumerate(ends) if b == h and int(self.ir["flows"][i].get("ack_every", 2)) == 1]
+
+            def body(h: int = h, senders: list[int] = senders, quick: list[int] = quick) -> None:
+                with IPRoute() as ipr:
+                    _up(ipr, "lo")
+                    idx = _up(ipr, DEV, mtu=mtu, txqlen=txqueuelen)
+                    for i in senders:
+                        ipr.addr("add", index=idx, address=sender_addr(i), prefixlen=32)
+                    ipr.addr("add", index=idx, address=host_addr(h), prefixlen=32)
+                    ipr.route("add", dst="10.77.0.0/16", oif=idx)
+                    for i in quick:
+                        ipr.route("add", dst=f"{sender_addr(i)}/32", oif=idx, metrics={"quickack": 1})
+
+            in_netns(name, body)
+
+    def device_stats(self) -> dict[str, dict[str, int]]:
+        def stats(name: str) -> dict[str, int]:
+            with IPRoute() as ipr:
+                found = ipr.link_lookup(ifname=DEV)
+                if not found:
+                    raise RuntimeError(f"{DEV} vanished from {name} (did the emulator exit?)")
+                link = ipr.link("get", index=found[0])[0]
+                out = {k: int(v) for k, v in dict(link.get_attr("IFLA_STATS64") or {}).items() if isinstance(v, int)}
+                out["mtu"] = int(link.get_attr("IFLA_MTU"))
+                out["txqueuelen"] = int(link.get_attr("IFLA_TXQLEN"))
+                return out
+
+        return {f"host {node}": in_netns(name, lambda name=name: stats(name)) for node, name in zip(self.hosts, self.names)}
+
+    def remove(self) -> list[str]:
+        removed = []
+        for name in list(self.created):
+            _remove_namespace(name)
+            self.created.remove(name)
+            removed.append(name)
+        return removed
+
+
+def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = False, sack: bool = True) -> None:
     # The IR's host buffers (docs/ir.md `host`): Linux's initial sizes and a
     # maximum large enough for the BDP (the default tcp_wmem max, 4 MB, caps
     # 1 Gbit/s × 50 ms at ~500 Mbit/s, measured on Linux 6.18; docs/kernel.md).
@@ -211,6 +328,9 @@ def _configure_sysctls(tcp_rmem: list[int], tcp_wmem: list[int], ecn: bool = Fal
     # starts at 2 (accept only), so without it no connection is ECN-capable.
     if ecn:
         write_sysctl("net.ipv4.tcp_ecn", "1")
+    # SACK (tcp_sack, default 1): 0 and neither end offers it in its SYN.
+    if not sack:
+        write_sysctl("net.ipv4.tcp_sack", "0")
     # No cached metrics from earlier connections to the same address.
     write_sysctl("net.ipv4.tcp_no_metrics_save", "1")
     # IPv6 neighbour discovery would only add noise on the TUN devices.

@@ -138,10 +138,10 @@ def _startup_exit_rtts(run: Run, of: str | None, cache: dict[str, Any]) -> dict[
 
 def _rate_step(run: Run) -> tuple[float, float, float]:
     """(time s, rate before, rate after) of the scenario's first scheduled rate change."""
-    step = next((ch for ch in run.ir["link"].get("schedule") or [] if ch.get("rate_bps") is not None), None)
+    step = next((ch for ch in run.ir["links"][0].get("schedule") or [] if ch.get("rate_bps") is not None), None)
     if step is None:
         raise ValueError("the rate-step metrics need a scenario with a scheduled rate change")
-    return step["at_ns"] / 1e9, float(run.ir["link"]["capacity"]["rate_bps"]), float(step["rate_bps"])
+    return step["at_ns"] / 1e9, float(run.ir["links"][0]["capacity"]["rate_bps"]), float(step["rate_bps"])
 
 
 def _time_to_90(run: Run, of: str | None, cache: dict[str, Any]) -> dict[str, float]:
@@ -169,7 +169,7 @@ METRICS: dict[str, MetricDef] = {
                          "payload delivered to the receiving application over the measure window"),
     "share": MetricDef("share", "%", "share", _share, "fraction of the total goodput (per algorithm or per flow)"),
     "queue_delay_p50": MetricDef("queue delay p50", "ms", "queue_delay_p50", _queue_p(50),
-                                 "median over the window's 10 ms intervals of the mean bottleneck queueing delay"),
+                                 "median bottleneck queueing delay (sojourn) of the packets that left the queue in the window, per packet"),
     "queue_delay_p95": MetricDef("queue delay p95", "ms", None, _queue_p(95), "95th percentile of the same"),
     "retrans_rate": MetricDef("retrans rate", "%", "retrans_rate", _retrans,
                               "retransmitted segments / segments sent (wire bytes / 1500) over the window"),

@@ -80,6 +80,23 @@ PRESETS: dict[str, Preset] = {
                ("aqm-bbr-vs-cubic.toml",)),
         Preset("joining-flows", "P10", "a BBR flow joining 200-1000 ms later: convergence, Jain's index",
                ("joining-flows.toml",)),
+        # topologies (docs/topologies.md): the ns-3 BBR study's seven, the parking lot, RTprop after a path change
+        Preset("ns3-line", "ns-3 T1", "ns-3 line: source - router - sink, one flow per algorithm", ("ns3-line.toml",)),
+        Preset("ns3-modified-line", "ns-3 T2", "ns-3 modified line: 20 and 100 ms RTT flows share a bottleneck",
+               ("ns3-modified-line.toml",)),
+        Preset("ns3-dumbbell-2x2", "ns-3 T3", "ns-3 2x2 dumbbell, homogeneous and mixed pairs", ("ns3-dumbbell-2x2.toml",)),
+        Preset("ns3-vertical-2x2", "ns-3 T4", "ns-3 2x2 vertical dumbbell: a flow each way, data and ACKs share queues",
+               ("ns3-vertical-2x2.toml",)),
+        Preset("ns3-dumbbell-3x3", "ns-3 T5", "ns-3 3x3 dumbbell: BBR + CUBIC + NewReno mixed, and three of each",
+               ("ns3-dumbbell-3x3.toml",)),
+        Preset("ns3-line-new-flow", "ns-3 T6", "ns-3 4-node line: a shorter-path flow joins after 200-1000 ms",
+               ("ns3-line-new-flow.toml",)),
+        Preset("ns3-line-two-new-flows", "ns-3 T7", "ns-3 4-node line: three flows entering at n0, n1 and n2",
+               ("ns3-line-two-new-flows.toml",)),
+        Preset("parking-lot", "topology", "3 links, one long flow + a cross flow per link: Reno, CUBIC, BBR",
+               ("parking-lot.toml",)),
+        Preset("bbr-rtprop-step", "topology", "a 40 ms path whose delay triples: RTT samples vs BBR's min_rtt",
+               ("bbr-rtprop-step.toml",)),
     )
 }
 

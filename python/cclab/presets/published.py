@@ -23,6 +23,9 @@ over the matching runs, or one computed from their records:
   (decrease) of the link schedule until the goodput (100 ms mean) reaches 90 %
   of the new payload capacity (until BBR's bandwidth estimate is within 5 % of
   it);
+* `minrtt.follow_s` — seconds after the first delay change of the link
+  schedule until flow 0's BBR min_rtt (`bw_min_rtt_ms`) is within 10 % of the
+  new base RTT (the flow's `rtt` with the link's old delay replaced by the new);
 * with `gain = { over = "flows[0].cca", a = "bbr", b = "cubic" }` the row shows
   100 · (mean_a − mean_b) / mean_b of the metric (Cao et al.'s goodput gain).
 
@@ -44,7 +47,7 @@ except ModuleNotFoundError:  # pragma: no cover — Python 3.10
 
 _KEYS = {"quantity", "published", "unit", "source", "point", "metric", "scale", "gain", "note"}
 _REQUIRED = ("quantity", "published", "source")
-_RUN_METRICS = ("period.", "step.up_s", "step.down_s")
+_RUN_METRICS = ("period.", "step.up_s", "step.down_s", "minrtt.follow_s")
 
 
 class PublishedError(ValueError):
@@ -153,7 +156,7 @@ def run_metric(run, metric: str) -> float:
         period, _, _ = dominant_period(shares[cca].to_numpy(), SHARE_BIN_S, SHARE_BIN_S)
         return period
     if metric in ("step.up_s", "step.down_s"):
-        link = run.ir["link"]
+        link = run.ir["links"][0]
         rate = link["capacity"].get("rate_bps")
         changes = [c for c in link.get("schedule", []) if c.get("rate_bps") is not None]
         up = metric == "step.up_s"
@@ -171,7 +174,23 @@ def run_metric(run, metric: str) -> float:
                 return float(hit.min()) - t0 if len(hit) else math.nan
             rate = c["rate_bps"]
         return math.nan
-    raise PublishedError(f"unknown run metric {metric!r}; known: period.<cca>, step.up_s, step.down_s")
+    if metric == "minrtt.follow_s":
+        link = run.ir["links"][0]
+        changes = [c for c in link.get("schedule", []) if c.get("delay_ns") is not None]
+        if not changes:
+            return math.nan
+        t0 = changes[0]["at_ns"] / 1e9
+        base_ms = (run.ir["flows"][0]["rtt_ns"] - link["delay_ns"] + changes[0]["delay_ns"]) / 1e6
+        f = run.flows
+        if "flow_id" in f.columns:
+            f = f[f["flow_id"] == 0]
+        f = f.set_index("time_s")
+        after = f.index > t0 + 1e-9
+        hit = f.index[after & (f["bw_min_rtt_ms"] >= 0.9 * base_ms).to_numpy()]
+        return float(hit.min()) - t0 if len(hit) else math.nan
+    raise PublishedError(
+        f"unknown run metric {metric!r}; known: period.<cca>, step.up_s, step.down_s, minrtt.follow_s"
+    )
 
 
 def measure(entry: Published, sweep_dir: str | Path, base: dict[str, Any], df=None) -> float | None:

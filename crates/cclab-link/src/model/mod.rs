@@ -7,14 +7,17 @@
 //! never draws from the OS RNG: the caller hands in `now`, the model hands
 //! back packets with the time they are due.
 //!
-//! Data direction, per packet (docs/ir.md): access delay of its flow
-//! (rtt/2 − link delay) → the bottleneck (cclab-netmodel) → receiver side.
-//! ACK direction: the flow's rtt/2, nothing else.
+//! One link (`link.rs`, docs/ir.md): access delay of its flow (rtt/2 − link
+//! delay) → the bottleneck (cclab-netmodel) → receiver side; ACKs: a delay,
+//! nothing else. A topology (`net.rs`, docs/topologies.md): the flows' paths
+//! over several links, ACKs over links where an ACK path says so.
 
 pub mod link;
+pub mod net;
 
 pub use cclab_netmodel::{
     Bottleneck, BottleneckParams, Capacity, Counters as BottleneckCounters, DropCause, LossConfig,
     LossModel, Ns, RateSteps, Rng, Trace,
 };
 pub use link::{Delivery, Dir, FlowPath, LinkCounters, LinkModel, LinkParams};
+pub use net::{NetCounters, NetDelivery, NetFlow, NetFlowCounters, NetModel, NetParams};

@@ -44,7 +44,11 @@ pub struct Step<P> {
 
 impl<P> Step<P> {
     pub fn new(cfg: StepConfig, limits: Limits) -> Self {
-        Step { fifo: Fifo::default(), cfg, limits }
+        Step {
+            fifo: Fifo::default(),
+            cfg,
+            limits,
+        }
     }
 
     #[inline]
@@ -58,7 +62,10 @@ impl<P> Step<P> {
 
     #[inline]
     pub fn enqueue(&mut self, pkt: Packet<P>, cx: &mut Cx<P>) {
-        if !self.limits.admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len()) {
+        if !self
+            .limits
+            .admits(self.fifo.bytes(), self.fifo.len(), pkt.wire_len())
+        {
             cx.drop(pkt, DropCause::Overflow);
             return;
         }
@@ -87,12 +94,19 @@ mod tests {
     use crate::qdisc::{Limits, QdiscConfig};
 
     fn step(k_bytes: Option<u64>, k_packets: Option<u64>, ecn: bool) -> QdiscConfig {
-        QdiscConfig::Step(StepConfig { k_bytes, k_packets, ecn })
+        QdiscConfig::Step(StepConfig {
+            k_bytes,
+            k_packets,
+            ecn,
+        })
     }
 
     #[test]
     fn marks_ect_packets_arriving_above_k_and_drops_not_ect_ones() {
-        let limits = Limits { bytes: Some(15_000), packets: None };
+        let limits = Limits {
+            bytes: Some(15_000),
+            packets: None,
+        };
         let mut h = Harness::new(&step(Some(3000), None, true), limits);
         // 0, 1500, 3000 bytes waiting: not above K — no mark.
         for i in 0..3 {
@@ -112,7 +126,10 @@ mod tests {
         assert_eq!(h.counters.drops_overflow, 9);
         assert_eq!(h.counters.marks_ce, 7);
         let marked: Vec<bool> = (0..10).map(|_| h.dequeue(1).unwrap().ce).collect();
-        assert_eq!(marked, [false, false, false, true, true, true, true, true, true, true]);
+        assert_eq!(
+            marked,
+            [false, false, false, true, true, true, true, true, true, true]
+        );
         // Drained below K: no marks again.
         h.enqueue(2, ect(0, 1500, 30));
         assert!(!h.dequeue(2).unwrap().ce);
@@ -120,7 +137,10 @@ mod tests {
 
     #[test]
     fn packet_threshold_and_step_dropping() {
-        let limits = Limits { bytes: None, packets: Some(100) };
+        let limits = Limits {
+            bytes: None,
+            packets: Some(100),
+        };
         let mut h = Harness::new(&step(None, Some(2), false), limits);
         for i in 0..5 {
             h.enqueue(0, ect(0, 100, i));
@@ -129,7 +149,19 @@ mod tests {
         assert_eq!(h.q.backlog_packets(), 3);
         assert_eq!(h.counters.drops_aqm, 2);
         assert_eq!(h.counters.marks_ce, 0);
-        assert!(StepConfig { k_bytes: None, k_packets: None, ecn: true }.validate().is_err());
-        assert!(StepConfig { k_bytes: Some(1), k_packets: Some(1), ecn: true }.validate().is_err());
+        assert!(StepConfig {
+            k_bytes: None,
+            k_packets: None,
+            ecn: true
+        }
+        .validate()
+        .is_err());
+        assert!(StepConfig {
+            k_bytes: Some(1),
+            k_packets: Some(1),
+            ecn: true
+        }
+        .validate()
+        .is_err());
     }
 }

@@ -108,6 +108,10 @@ impl Path {
                 bytes: None,
                 rwnd_bytes: None,
                 ecn: false,
+                path: vec!["link".into()],
+                ack_path: vec![],
+                ack_every: 2,
+                sack: true,
             })
             .collect();
         let buffer = self.buffer_bytes.unwrap_or(1 << 40);
@@ -123,7 +127,10 @@ impl Path {
             },
             mss: MSS,
             header_bytes: HEADER,
-            link: Link {
+            links: vec![Link {
+                name: "link".into(),
+                from: "left".into(),
+                to: "right".into(),
                 capacity: Capacity::Constant {
                     rate_bps: self.rate_bps,
                 },
@@ -148,7 +155,7 @@ impl Path {
                     rate_bps,
                     burst_bytes,
                 }),
-            },
+            }],
             flows,
             // the kernel backend's end hosts (tcp_rmem max 64 MiB: never the limit here)
             host: Host {
@@ -281,11 +288,11 @@ impl Harness {
 
     /// Packets at the bottleneck: waiting in the queue or being serialized.
     pub fn queue_len(&self) -> u64 {
-        self.sim.link.model.held_packets()
+        self.sim.links[0].model.held_packets()
     }
     /// The bottleneck's counters (arrivals, departures, drops by cause).
     pub fn link_counters(&self) -> &cclab_netmodel::Counters {
-        &self.sim.link.model.counters
+        &self.sim.links[0].model.counters
     }
     /// Segments delivered in order to flow i's receiver (its goodput in segments).
     pub fn delivered_of(&self, i: usize) -> u64 {
@@ -333,15 +340,15 @@ mod tests {
         assert_eq!(sc.flows.len(), 3);
         assert_eq!(sc.flows[2].rtt_ns, 40_000_000);
         assert_eq!(sc.flows[0].cca_params["cwnd_gain"], 1.5);
-        assert_eq!(sc.link.buffer.bytes, Some(100_000));
+        assert_eq!(sc.links[0].buffer.bytes, Some(100_000));
         assert_eq!(
-            sc.link.policer,
+            sc.links[0].policer,
             Some(PolicerConfig {
                 rate_bps: 5_000_000,
                 burst_bytes: 30_000
             })
         );
-        assert_eq!(sc.link.schedule[0].at_ns, 3_000_000_000);
+        assert_eq!(sc.links[0].schedule[0].at_ns, 3_000_000_000);
         assert!((p.bdp_pkts() - 50_000.0 / 1500.0).abs() < 1e-9);
         let mut h = Harness::new_multi("bbr", &[], p, 3, 7);
         h.run_until(0.5);

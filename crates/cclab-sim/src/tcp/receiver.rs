@@ -148,6 +148,16 @@ pub struct Receiver {
     /// The receiver's smoothed RTT from the handshake (bounds the compression delay).
     srtt: Dur,
     mss: u32,
+    /// ACK at once when this many full segments are unacknowledged (Linux:
+    /// 2, more than one `rcv_mss`); 1: every segment at once, in order or
+    /// not, as Linux's `quickack` route attribute (`RTAX_QUICKACK`) makes
+    /// `tcp_in_quickack_mode` true.
+    ack_every: u32,
+    /// SACK negotiated: out-of-order data is reported in SACK blocks and its
+    /// duplicate ACKs may be compressed; without it every out-of-order segment
+    /// is ACKed at once with a plain duplicate ACK (`__tcp_ack_snd_check`:
+    /// `!tcp_is_sack(tp)` → send now).
+    sack: bool,
     /// Segments received (incl. duplicates) — for conservation checks.
     pub segments_received: u64,
     /// ACKs sent.
@@ -177,9 +187,19 @@ impl Receiver {
             win: RcvWindow::new(now, cfg),
             srtt: handshake_rtt,
             mss: cfg.mss,
+            ack_every: 2,
+            sack: true,
             segments_received: 0,
             acks_sent: 0,
         }
+    }
+
+    /// Set the ACK rule (`ack_every` full segments; 1: every segment at once)
+    /// and whether SACK was negotiated (docs/ir.md "Receiver").
+    pub fn set_ack_options(&mut self, ack_every: u32, sack: bool) {
+        assert!(ack_every >= 1, "ack_every must be at least 1");
+        self.ack_every = ack_every;
+        self.sack = sack;
     }
 
     /// The window offered in the SYN-ACK, as the sender's first window (segments).
@@ -353,13 +373,15 @@ impl Receiver {
     /// `__tcp_ack_snd_check`.
     fn ack_snd_check(&mut self, now: Time, ofo_possible: bool) -> Option<Ack> {
         let unacked = self.bytes(self.rcv_nxt) - self.win.rcv_wup;
-        let two_segments = unacked > self.win.rcv_mss as u64 && {
+        // Linux: more than one rcv_mss unacknowledged (ack_every = 2); the
+        // ack_every option generalizes it to more than ack_every − 1.
+        let enough = unacked > (self.ack_every as u64 - 1) * self.win.rcv_mss as u64 && {
             let mut q = self.quick;
             let raw = self.win.raw_window(&mut q);
             self.quick = q;
             raw >= self.win.rcv_wnd
         };
-        if two_segments || self.quick > 0 || self.ack_now {
+        if enough || self.quick > 0 || self.ack_every == 1 || self.ack_now {
             return Some(self.send_ack(now));
         }
         if !ofo_possible || self.ooo.is_empty() {
@@ -368,7 +390,7 @@ impl Receiver {
             }
             return None;
         }
-        if self.comp.count >= COMP_SACK_NR {
+        if !self.sack || self.comp.count >= COMP_SACK_NR {
             return Some(self.send_ack(now));
         }
         if self.comp.rcv_nxt != self.rcv_nxt {
@@ -396,7 +418,8 @@ impl Receiver {
         let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
         self.win.space_adjust(now, copied, span);
         let scheduled = self.delack_at.is_some() || self.comp.timer.is_some();
-        let mut time_to_ack = scheduled && copied - self.win.rcv_wup > self.win.rcv_mss as u64;
+        // "Once-per-two-segments ACK was not sent by tcp_input.c" (ack_every generalizes the two)
+        let mut time_to_ack = scheduled && copied - self.win.rcv_wup > (self.ack_every as u64 - 1) * self.win.rcv_mss as u64;
         if !time_to_ack {
             let now_wnd = self.win.receive_window(copied);
             if 2 * now_wnd <= self.win.window_clamp {
@@ -492,6 +515,9 @@ impl Receiver {
 
     fn make_ack(&self) -> Ack {
         let mut ack = Ack { cum: self.rcv_nxt, ..Default::default() };
+        if !self.sack {
+            return ack;
+        }
         // Refresh each reported block to the current extent of its range.
         let mut n = 0;
         for &(s, _) in &self.recent {
@@ -584,6 +610,47 @@ mod tests {
         let edge = (MSS as u64 + r.win.rcv_wnd) / MSS as u64;
         assert_eq!(a.wnd_end as u64, edge);
         assert!(a.wnd_end > 45);
+    }
+
+    #[test]
+    fn ack_every_segment_at_once_without_delayed_acks() {
+        // ack_every = 1 (delayed_ack = false; Linux's quickack route attribute):
+        // in steady state every in-order segment is ACKed at once, no 40 ms timer.
+        let mut r = settled();
+        r.set_ack_options(1, true);
+        let base = r.rcv_nxt;
+        for i in 0..6 {
+            let t = Time(Dur::from_ms(1000 + i as u64).0);
+            assert!(r.on_segment(t, base + i, 1448, 0).is_some(), "segment {i} ACKed at once");
+            assert_eq!(r.delack_at, None);
+        }
+        // out of order: at once too, even after three duplicates (no compression)
+        for i in 0..5 {
+            assert!(r.on_segment(Time(Dur::from_ms(1100 + i).0), base + 10 + i as u32, 1448, 0).is_some());
+        }
+    }
+
+    #[test]
+    fn ack_every_n_segments_else_the_delayed_ack_timer() {
+        let mut r = settled();
+        r.set_ack_options(4, true);
+        let base = r.rcv_nxt;
+        let acked: Vec<bool> = (0..8).map(|i| r.on_segment(Time(10 + i as u64), base + i, MSS, 0).is_some()).collect();
+        assert_eq!(acked, [false, false, false, true, false, false, false, true]);
+        // a lone segment waits for the 40 ms timer
+        assert!(r.on_segment(Time(30), base + 8, MSS, 0).is_none());
+        assert_eq!(r.delack_at, Some(Time(30) + DELACK_MIN));
+    }
+
+    #[test]
+    fn without_sack_out_of_order_data_gets_plain_duplicate_acks_at_once() {
+        let mut r = settled();
+        r.set_ack_options(2, false);
+        let base = r.rcv_nxt;
+        for i in 0..6 {
+            let a = r.on_segment(Time(Dur::from_ms(1000 + i).0), base + 1 + i as u32, 1448, 0).expect("a duplicate ACK for each");
+            assert_eq!((a.cum, a.n_sacks), (base, 0));
+        }
     }
 
     #[test]

@@ -19,6 +19,19 @@
 //! retransmissions beyond the window, as `tcp_snd_wnd_test` and
 //! `__tcp_retransmit_skb` do; data echoes the receiver's timestamps (TSecr).
 //!
+//! Without SACK (`set_sack(false)`, Linux `tcp_is_reno`) the sender
+//! recovers as Linux does then — NewReno (RFC 6582): duplicate ACKs count as
+//! delivered segments (`tcp_add_reno_sack`), the third marks the head lost
+//! (`tcp_newreno_mark_lost`, `net.ipv4.tcp_reordering` = 3), each partial ACK
+//! in Recovery marks the next head lost, Recovery is held until something
+//! above `high_seq` is acknowledged (RFC 6582 §3.2 step 4, Linux
+//! `tcp_try_undo_recovery`), no TLP (RFC 8985 §7 needs SACK) and no RACK; an
+//! ACK that covers retransmitted data gives no RTT sample (Linux
+//! `FLAG_RETRANS_DATA_ACKED`; Linux then falls back to the timestamp echo,
+//! which this model does not carry). Linux's reordering detection on more
+//! duplicate ACKs than holes (`tcp_check_reno_reordering`) is only the cap on
+//! `sacked_out`; nothing here reorders.
+//!
 //! Deviations from Linux, by design: no TSO/GSO (one segment per packet;
 //! pacing counts payload bytes); no undo of spurious reductions (no
 //! DSACK/F-RTO); no zero-window probes (the receiver's reader never stalls,
@@ -45,6 +58,9 @@ const F_EVER_RETRANS: u8 = 8;
 const F_APP_LIMITED: u8 = 16;
 /// Already used for a rate sample (Linux zeroes `tx.delivered_mstamp`).
 const F_SAMPLED: u8 = 32;
+/// `net.ipv4.tcp_reordering` default (`TCP_FASTRETRANS_THRESH`, include/net/tcp.h):
+/// duplicate ACKs that mark the head lost when SACK is off.
+const REORDERING: u32 = 3;
 
 /// Per-segment state (Linux keeps this in `tcp_skb_cb`).
 #[derive(Clone, Debug)]
@@ -200,6 +216,8 @@ pub struct Sender {
     scratch: Vec<(u32, u32)>,
     /// Window reductions entered on ECE (`tcp_enter_cwr`), for tests and the record.
     pub stats_cwr: u64,
+    /// SACK negotiated (`tcp_is_sack`); without it NewReno recovery (`tcp_is_reno`).
+    sack_ok: bool,
     /// The last ACK's rate sample (tests inspect it).
     #[cfg(test)]
     pub last_rs: RateSample,
@@ -286,6 +304,7 @@ impl Sender {
             ecn_ok: false,
             queue_cwr: false,
             stats_cwr: 0,
+            sack_ok: true,
             #[cfg(test)]
             last_rs: RateSample::default(),
         };
@@ -308,6 +327,12 @@ impl Sender {
     pub fn set_ecn(&mut self, on: bool) {
         self.ecn_ok = on;
         self.conn.ecn_ok = on;
+    }
+
+    /// Whether the connection negotiated SACK (Linux `net.ipv4.tcp_sack`,
+    /// default on). Off: duplicate-ACK counting and NewReno recovery.
+    pub fn set_sack(&mut self, on: bool) {
+        self.sack_ok = on;
     }
 
     // ---- bookkeeping helpers -------------------------------------------------
@@ -659,6 +684,7 @@ impl Sender {
         // tcp_ecn_rcv_ecn_echo: ECE counts only on an ECN connection (FLAG_ECE).
         let ece = self.ecn_ok && ack.ece;
         // tcp_ack_update_window / tcp_store_ts_recent (ACKs arrive in order here).
+        let prior_wnd_end = self.wnd_end;
         self.wnd_end = ack.wnd_end;
         self.ts_recent = ack.tsval_ms;
 
@@ -684,10 +710,14 @@ impl Sender {
         }
         self.sack_cache = ack.sacks;
         // 2. Cumulative ACK (tcp_clean_rtx_queue).
+        let mut acked = 0;
+        let mut retrans_acked = false;
         if ack.cum > self.snd_una {
             let cum = ack.cum.min(self.snd_nxt);
+            acked = cum - self.snd_una;
             for seq in self.snd_una..cum {
                 let f = self.seg(seq).flags;
+                retrans_acked |= f & F_EVER_RETRANS != 0;
                 if f & F_SACKED == 0 {
                     self.deliver(now, seq, false, &mut w);
                 } else {
@@ -713,6 +743,13 @@ impl Sender {
             if self.tlp_high_seq.is_some_and(|h| cum >= h) {
                 self.tlp_high_seq = None;
             }
+        }
+        if !self.sack_ok {
+            // Linux tcp_ack: an ACK of snd_una (an older one is ignored) that
+            // neither advances it nor opens the window (FLAG_NOT_DUP clear) is
+            // a duplicate.
+            let dup = ack.cum == self.snd_una && acked == 0 && self.conn.packets_out > 0 && ack.wnd_end <= prior_wnd_end;
+            self.reno_on_ack(acked, dup, retrans_acked, &mut w);
         }
         // tcp_count_delivered: packets this ACK delivered count as CE-echoed
         // when it carries ECE; then the algorithm's .in_ack_event (DCTCP's
@@ -740,8 +777,9 @@ impl Sender {
             self.stats.rtt_sum_ns += n.0;
             self.stats.rtt_n += 1;
         }
-        // 4. RACK loss detection (tcp_rack_mark_lost).
-        let reo_timeout = self.rack_detect_loss(now, &mut w);
+        // 4. RACK loss detection (tcp_rack_mark_lost); without SACK,
+        // reno_on_ack has done NewReno's (tcp_newreno_mark_lost).
+        let reo_timeout = if self.sack_ok { self.rack_detect_loss(now, &mut w) } else { None };
         // 5. The recovery state machine (tcp_fastretrans_alert).
         self.update_ca_state(now, ece);
         // 6. Rate sample (tcp_rate_gen) and congestion control (tcp_cong_control).
@@ -802,10 +840,12 @@ impl Sender {
                 w.newest_tx = tx_time;
             }
         }
-        // RACK (tcp_rack_advance): track the most recently sent delivered segment.
+        // RACK (tcp_rack_advance): track the most recently sent delivered
+        // segment (not without SACK: tcp_clean_rtx_queue advances RACK only
+        // when tcp_is_sack).
         let rtt = now - tx_time;
         let ambiguous = flags & F_EVER_RETRANS != 0 && self.rtt.min_rtt.is_some_and(|m| rtt < m);
-        if !ambiguous && (tx_time > self.rack.xmit_time || (tx_time == self.rack.xmit_time && seq + 1 > self.rack.end_seq)) {
+        if self.sack_ok && !ambiguous && (tx_time > self.rack.xmit_time || (tx_time == self.rack.xmit_time && seq + 1 > self.rack.end_seq)) {
             self.rack.xmit_time = tx_time;
             self.rack.end_seq = seq + 1;
             self.rack.rtt = rtt;
@@ -829,6 +869,97 @@ impl Sender {
                 self.first_tx = s.tx_time;
             }
             self.seg_mut(seq).flags |= F_SAMPLED;
+        }
+    }
+
+    /// Without SACK (Linux `tcp_is_reno`): what `tcp_clean_rtx_queue` and
+    /// `tcp_fastretrans_alert` do with duplicate ACKs — `acked` segments were
+    /// cumulatively acknowledged by this ACK (each already counted delivered
+    /// by [`Self::deliver`]), `dup`: it is a duplicate ACK.
+    fn reno_on_ack(&mut self, acked: u32, dup: bool, retrans_acked: bool, w: &mut AckWork) {
+        if acked > 0 {
+            // tcp_remove_reno_sacks: "One ACK acked hole. The rest eat
+            // duplicate ACKs" — the duplicates already counted them delivered.
+            let sacked = self.conn.sacked_out;
+            let counted = acked.saturating_sub(sacked).max(1);
+            self.conn.delivered -= (acked - counted) as u64;
+            w.newly_delivered -= acked - counted;
+            self.conn.sacked_out = if acked - 1 >= sacked { 0 } else { sacked - (acked - 1) };
+            self.reno_limit_sacked();
+            // tcp_clean_rtx_queue: no seq_rtt/ca_rtt when retransmitted data
+            // is acknowledged (FLAG_RETRANS_DATA_ACKED): without SACK the ACK
+            // may be for the retransmission.
+            if retrans_acked {
+                w.oldest_rtt = None;
+                w.newest_rtt = None;
+            }
+        }
+        let una_advanced = acked > 0;
+        let state = self.conn.ca_state;
+        // tcp_fastretrans_alert step D: Recovery over (tcp_reset_reno_sack),
+        // held by update_ca_state until snd_una passes high_seq.
+        let over = matches!(state, CaState::Recovery | CaState::Loss) && self.snd_una >= self.high_seq;
+        match state {
+            // (tcp_process_loss returns once high_seq is acknowledged.)
+            CaState::Recovery if over => self.conn.sacked_out = 0,
+            CaState::Loss if over => {}
+            // Step E, Recovery: a duplicate counts; a partial ACK (RFC 6582
+            // §3.2 step 5) makes the next hole the head, which is lost.
+            CaState::Recovery => {
+                if una_advanced {
+                    self.newreno_mark_head_lost();
+                } else if dup {
+                    self.reno_add_sack(w);
+                }
+            }
+            // tcp_process_loss: duplicates count once new data went out after the RTO.
+            CaState::Loss => {
+                if self.snd_nxt > self.high_seq && dup {
+                    self.reno_add_sack(w);
+                } else if una_advanced {
+                    self.conn.sacked_out = 0;
+                }
+            }
+            // Open, Disorder, CWR: the third duplicate marks the head lost
+            // (RFC 5681 §3.2 fast retransmit; tcp_newreno_mark_lost).
+            _ => {
+                if una_advanced {
+                    self.conn.sacked_out = 0;
+                }
+                if dup {
+                    self.reno_add_sack(w);
+                }
+                if self.conn.sacked_out >= REORDERING {
+                    self.newreno_mark_head_lost();
+                }
+            }
+        }
+    }
+
+    /// Linux `tcp_add_reno_sack`: one duplicate ACK, one segment delivered.
+    fn reno_add_sack(&mut self, w: &mut AckWork) {
+        let prior = self.conn.sacked_out;
+        self.conn.sacked_out += 1;
+        self.reno_limit_sacked();
+        let d = self.conn.sacked_out.saturating_sub(prior);
+        self.conn.delivered += d as u64;
+        w.newly_delivered += d;
+    }
+
+    /// Linux `tcp_limit_reno_sacked`: no more duplicates than segments above the holes.
+    fn reno_limit_sacked(&mut self) {
+        let holes = self.conn.lost_out.max(1).min(self.conn.packets_out);
+        if self.conn.sacked_out + holes > self.conn.packets_out {
+            self.conn.sacked_out = self.conn.packets_out - holes;
+        }
+    }
+
+    /// Linux `tcp_newreno_mark_lost`: the first unacknowledged segment is lost
+    /// unless it already is.
+    fn newreno_mark_head_lost(&mut self) {
+        if self.snd_una < self.snd_nxt && self.seg(self.snd_una).flags & F_LOST == 0 {
+            let seq = self.snd_una;
+            self.mark_lost(seq);
         }
     }
 
@@ -897,7 +1028,10 @@ impl Sender {
     /// an ECN connection).
     fn update_ca_state(&mut self, _now: Time, ece: bool) {
         match self.conn.ca_state {
-            CaState::Recovery | CaState::Loss if self.snd_una >= self.high_seq => {
+            // Without SACK it is held until something *above* high_seq is
+            // acknowledged (RFC 6582 §3.2 step 4; Linux tcp_try_undo_recovery:
+            // "For Reno it is MUST to prevent false fast retransmits").
+            CaState::Recovery | CaState::Loss if self.snd_una > self.high_seq || (self.sack_ok && self.snd_una == self.high_seq) => {
                 // Recovery / Loss is over (tcp_end_cwnd_reduction).
                 if !self.cc.has_cong_control() && self.conn.ssthresh < INFINITE_SSTHRESH && self.conn.ca_state == CaState::Recovery {
                     self.conn.cwnd = self.conn.ssthresh;
@@ -1061,7 +1195,8 @@ impl Sender {
         };
         // TLP (RFC 8985 §7.2) only in Open (or ECN CWR, tcp_schedule_loss_probe)
         // state, one probe at a time.
-        if matches!(self.conn.ca_state, CaState::Open | CaState::Cwr) && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
+        // TLP needs SACK (tcp_schedule_loss_probe: `!tcp_is_sack(tp)`).
+        if self.sack_ok && matches!(self.conn.ca_state, CaState::Open | CaState::Cwr) && self.tlp_high_seq.is_none() && self.rtt.srtt.is_some() {
             let srtt = self.rtt.srtt_or_zero();
             let mut pto = Dur(2 * srtt.0);
             // One packet out: allow for the peer's delayed ACK (Linux adds TCP_RTO_MIN).
@@ -1136,7 +1271,12 @@ impl Sender {
         // tcp_enter_loss: tcp_ecn_queue_cwr.
         self.queue_cwr = self.ecn_ok;
         // tcp_timeout_mark_lost: everything not SACKed is lost, except (RACK)
-        // segments other than the head sent less than rack.rtt ago.
+        // segments other than the head sent less than rack.rtt ago; without
+        // SACK the duplicate count is reset (tcp_reset_reno_sack) and RACK has
+        // no RTT (never advanced), so everything is.
+        if !self.sack_ok {
+            self.conn.sacked_out = 0;
+        }
         let mut seq = self.ts_head;
         while seq != NONE {
             let (next, tx) = {

@@ -435,3 +435,106 @@ fn dctcp_cuts_by_alpha_over_two_on_ece() {
     let Cc::Dctcp(d) = &s.cc else { panic!() };
     assert!(d.alpha >= 1000);
 }
+
+// ---- without SACK: NewReno recovery as Linux's tcp_is_reno paths ----------
+
+fn sender_without_sack() -> Sender {
+    let mut s = sender("reno");
+    s.set_sack(false);
+    s
+}
+
+#[test]
+fn without_sack_duplicate_acks_count_delivered_and_the_third_retransmits_the_head() {
+    // RFC 5681 §3.2 / Linux tcp_add_reno_sack + tcp_newreno_mark_lost.
+    let mut s = sender_without_sack();
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ack(1, &[])); // cwnd 11: 1..=11 outstanding, 1 lost
+    let delivered = s.conn.delivered;
+    // First duplicate: one segment above the hole arrived. It counts as
+    // delivered and frees one slot of in_flight = packets_out − sacked_out
+    // (RFC 3042's limited transmit; here tcp_tso_should_defer holds the one
+    // segment back, as Linux does outside Recovery).
+    let out = s.conn.packets_out;
+    let tx = on_ack(&mut s, 101 * MS, ack(1, &[]));
+    assert_eq!(s.conn.delivered, delivered + 1);
+    assert_eq!((s.conn.sacked_out, s.conn.ca_state), (1, CaState::Disorder));
+    assert!(tx.iter().all(|t| !t.retrans));
+    assert_eq!(s.in_flight(), out - 1 + tx.len() as u32);
+    let cwnd = s.conn.cwnd;
+    on_ack(&mut s, 102 * MS, ack(1, &[]));
+    assert_eq!(s.conn.lost_out, 0, "two duplicates are not a loss");
+    assert_eq!(s.conn.cwnd, cwnd, "duplicates do not raise cwnd");
+    let tx = on_ack(&mut s, 103 * MS, ack(1, &[]));
+    assert_eq!((s.conn.lost_out, s.conn.ca_state), (1, CaState::Recovery));
+    assert_eq!(s.conn.ssthresh, 5, "Reno halves cwnd 11");
+    assert_eq!(tx.first().map(|t| (t.seq, t.retrans)), Some((1, true)), "fast retransmit of the head");
+}
+
+#[test]
+fn without_sack_a_partial_ack_retransmits_the_next_hole_at_once() {
+    // RFC 6582 §3.2 step 5: segments 1 and 3 lost; the ACK for the
+    // retransmitted 1 stops at 3, which is retransmitted without waiting for
+    // three more duplicates.
+    let mut s = sender_without_sack();
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ack(1, &[]));
+    for t in 101..104 {
+        on_ack(&mut s, t * MS, ack(1, &[]));
+    }
+    assert_eq!(s.conn.ca_state, CaState::Recovery);
+    let mut tx = on_ack(&mut s, 200 * MS, ack(3, &[]));
+    assert_eq!(s.conn.ca_state, CaState::Recovery, "a partial ACK does not end recovery");
+    assert_eq!(s.conn.lost_out, 1, "the new head is lost at once");
+    assert_eq!(s.rtt.srtt, Some(Dur(100 * MS)), "no RTT sample from an ACK that covers retransmitted data");
+    // PRR paces it out (flight is above ssthresh): the next segment sent is
+    // that retransmission, on this ACK or a following duplicate.
+    let mut t = 201;
+    while tx.is_empty() && t < 210 {
+        tx = on_ack(&mut s, t * MS, ack(3, &[]));
+        t += 1;
+    }
+    assert_eq!(tx.first().map(|t| (t.seq, t.retrans)), Some((3, true)), "{tx:?}");
+}
+
+#[test]
+fn without_sack_recovery_is_held_until_data_above_high_seq_is_acked() {
+    // RFC 6582 §3.2 step 4; Linux tcp_try_undo_recovery: "For Reno it is MUST
+    // to prevent false fast retransmits".
+    let mut s = sender_without_sack();
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ack(1, &[]));
+    for t in 101..104 {
+        on_ack(&mut s, t * MS, ack(1, &[]));
+    }
+    let high_seq = s.snd_nxt; // snd_nxt when recovery began
+    // New data sent during recovery lies above high_seq.
+    on_ack(&mut s, 200 * MS, ack(high_seq, &[]));
+    assert_eq!(s.conn.ca_state, CaState::Recovery, "snd_una == high_seq holds the state");
+    assert!(s.snd_nxt > high_seq);
+    // Duplicates of high_seq while held are not counted.
+    on_ack(&mut s, 201 * MS, ack(high_seq, &[]));
+    assert_eq!((s.conn.sacked_out, s.conn.lost_out), (0, 0));
+    on_ack(&mut s, 300 * MS, ack(high_seq + 1, &[]));
+    assert_eq!(s.conn.ca_state, CaState::Open);
+    assert_eq!(s.conn.cwnd, s.conn.ssthresh, "the reduction ends at ssthresh");
+}
+
+#[test]
+fn without_sack_no_tail_loss_probe_and_rto_marks_everything_lost() {
+    // tcp_schedule_loss_probe needs SACK; tcp_timeout_mark_lost resets the
+    // duplicate count and marks every outstanding segment.
+    let mut s = sender_without_sack();
+    send_all(&mut s, 0);
+    on_ack(&mut s, 100 * MS, ack(2, &[]));
+    on_ack(&mut s, 101 * MS, ack(2, &[]));
+    assert_eq!(s.conn.sacked_out, 1);
+    let (t, kind) = s.xmit_timer.unwrap();
+    assert_eq!(kind, XmitTimer::Rto);
+    let mut out = vec![];
+    s.on_xmit_timer(t, &mut out);
+    assert_eq!(s.conn.ca_state, CaState::Loss);
+    assert_eq!(s.conn.sacked_out, 0);
+    assert_eq!(s.conn.lost_out, s.conn.packets_out);
+    assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(2, true)]);
+}
