@@ -43,6 +43,11 @@ def test_finite_stopped_and_window_limited_flows():
     # rwnd 64 KiB over a 50 ms base RTT (plus queueing) caps goodput near 64 KiB / RTT ≈ 10.5 Mbit/s
     f2 = flows[(flows.flow_id == 2) & (flows.time_s > 1.0)]
     assert f2["goodput_bps"].mean() < 65536 * 8 / 0.050 * 1.1, f2["goodput_bps"].mean()
+    # tcp_info says so too (meta kernel.limited): the window-limited sender was rwnd-limited most
+    # of the measure window, the unlimited one that was still sending was not
+    limited = raw["meta"]["kernel"]["limited"]
+    assert 0.5 < limited["2"]["rwnd_limited"] <= 1.01, limited
+    assert limited["1"]["rwnd_limited"] < 0.2, limited
 
 
 def test_rate_schedule_changes_the_link_rate():

@@ -354,6 +354,24 @@ def _softirq_pids() -> list[int]:
     return out
 
 
+def _limited(ir: Mapping[str, Any], limits: Mapping[int, list[tuple[int, int, int, int]]]) -> dict[str, dict[str, float]]:
+    """Per flow, the fraction of the measure window its sender was busy (had data in flight),
+    limited by the peer's receive window and by its own send buffer — tcp_info's
+    ``tcpi_busy_time``, ``tcpi_rwnd_limited``, ``tcpi_sndbuf_limited`` (µs, cumulative), between
+    the first and the last sample inside the window. Information in meta.json
+    (``kernel.limited``), not compared with the simulator."""
+    lo, hi = int(ir["measure"]["from_ns"]), int(ir["measure"]["to_ns"])
+    out = {}
+    for fid, rows in sorted(limits.items()):
+        inside = [r for r in rows if lo <= r[0] <= hi]
+        if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+            continue
+        (t0, *a), (t1, *b) = inside[0], inside[-1]
+        span_us = (t1 - t0) / 1e3
+        out[str(fid)] = {name: round(max(0.0, (y - x) / span_us), 4) for name, x, y in zip(("busy", "rwnd_limited", "sndbuf_limited"), a, b)}
+    return out
+
+
 def _sched_snapshot(procs: Mapping[str, int]) -> dict[str, Any]:
     """Scheduler counters of the traffic endpoints and the softirq threads, at one moment."""
     return {"t_ns": time.monotonic_ns(), "procs": {name: _sched_ns(pid) for name, pid in procs.items()},
@@ -714,10 +732,14 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
     state = {c: np.full((n_samples, n_flows), np.nan) for c in _FLOW_FLOAT_COLS}
     ccas_seen: dict[int, str | None] = {}
     sample_lag = []
+    limits: dict[int, list[tuple[int, int, int, int]]] = {}  # (t_ns, busy, rwnd-limited, sndbuf-limited µs)
     for k, actual, _cost, by_flow in sampler.rows:
         sample_lag.append(actual - (k * interval))
         for fid, s in by_flow.items():
             ccas_seen.setdefault(fid, s.cca)
+            if s.info.get("busy_time") is not None:
+                limits.setdefault(fid, []).append((k * interval, int(s.info["busy_time"] or 0),
+                                                   int(s.info.get("rwnd_limited") or 0), int(s.info.get("sndbuf_limited") or 0)))
             for c, v in _flow_state(s, header).items():
                 state[c][k - 1, fid] = v
     for c in ("sent_bytes", "retrans_segs", "lost_segs", "rto_count"):
@@ -789,6 +811,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "tun": dev_stats,
             "cpu_busy_fraction": cpu_frac,
             "endpoint_wait": dict(endpoint_wait or {}),
+            "limited": _limited(ir, limits),
             "traffic": "cclab-link send/recv (TCP_CONGESTION per socket; goodput = bytes read by the receiving application)",
             "sampler": {
                 "method": "INET_DIAG sock_diag netlink (tcp_info + BBR info)",
