@@ -5,6 +5,7 @@ with the simulator on the same files."""
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -33,26 +34,41 @@ def two_way(buffer: str, cca: str, duration: str = "15s", reverse: bool = True) 
     }  # fmt: skip
 
 
-def _both(data: dict[str, Any], tmp_path) -> tuple[dict, dict]:
+KERNEL_TRIALS = 3  # the kernel's per-flow goodput here: 8.21-9.23 Mbit/s over eight runs
+SIM_TRIALS = 8  # the simulator's by up to ±6 % between seeds (phase effects, docs/topologies.md)
+
+
+def _mean_goodputs(data: dict[str, Any], tmp_path, backend: str, seeds: range) -> tuple[float, list[float]]:
+    """Aggregate and per-flow goodput, each averaged over one run per seed (the seed moves the start offsets)."""
     import cclab
 
-    k = cclab.run(copy.deepcopy(data), backend="kernel", out=tmp_path / f"k-{data['name']}", plot=False)
-    s = cclab.run(copy.deepcopy(data), out=tmp_path / f"s-{data['name']}", plot=False)
-    assert k.meta["valid"], k.meta["invalid_reasons"]
-    return k.summary, s.summary
+    aggs, flows = [], []
+    for seed in seeds:
+        run = cclab.run({**copy.deepcopy(data), "seed": seed}, backend=backend,
+                        out=tmp_path / f"{backend}-{seed}", plot=False)  # fmt: skip
+        assert run.meta["valid"], run.meta["invalid_reasons"]
+        aggs.append(run.summary["aggregate"]["goodput_bps"])
+        flows.append([f["goodput_bps"] for f in run.summary["per_flow"]])
+    print(f"  {backend}: aggregate " + " ".join(f"{a / 1e6:.2f}" for a in aggs) + "; per flow "
+          + " ".join("/".join(f"{g / 1e6:.2f}" for g in run) for run in flows))  # fmt: skip
+    return sum(aggs) / len(aggs), [sum(col) / len(col) for col in zip(*flows)]
 
 
 @pytest.mark.parametrize(("buffer", "cca"), [("50pkts", "cubic"), ("100pkts", "bbr")])
 def test_two_way_traffic_kernel_and_simulator_agree_within_5_percent(buffer: str, cca: str, tmp_path) -> None:
-    k, s = _both(two_way(buffer, cca), tmp_path)
-    kg, sg = k["aggregate"]["goodput_bps"], s["aggregate"]["goodput_bps"]
-    flows = [(a["goodput_bps"], b["goodput_bps"]) for a, b in zip(k["per_flow"], s["per_flow"])]
-    print(f"two-way {cca} {buffer}: kernel {kg / 1e6:.2f} Mbit/s, sim {sg / 1e6:.2f}; per flow "
-          + ", ".join(f"{a / 1e6:.2f}/{b / 1e6:.2f}" for a, b in flows))  # fmt: skip
+    """Means over trials on both sides: one run of each is one draw of how the two flows' phases lock
+    (measured: kernel per-flow 8.21-9.23 Mbit/s over eight runs of the CUBIC case, simulator 8.35-9.36
+    over eight seeds), so a single pair of runs compares two draws, not the two models."""
+    data = two_way(buffer, cca)
+    kg, kf = _mean_goodputs(data, tmp_path, "kernel", range(1, KERNEL_TRIALS + 1))
+    sg, sf = _mean_goodputs(data, tmp_path, "sim", range(1, SIM_TRIALS + 1))
+    print(f"two-way {cca} {buffer} (means): kernel {kg / 1e6:.2f} Mbit/s, sim {sg / 1e6:.2f}; per flow "
+          + ", ".join(f"{a / 1e6:.2f}/{b / 1e6:.2f}" for a, b in zip(kf, sf)))  # fmt: skip
     assert abs(sg / kg - 1) < 0.05
-    for a, b in flows:
+    for a, b in zip(kf, sf):
         assert abs(b / a - 1) < 0.05
     # both links carried both kinds of packet: data one way, the other flow's ACKs
+    k = json.loads((tmp_path / "kernel-1" / "summary.json").read_text())
     assert k["per_link"]["fwd"]["flows"] == [0] and k["per_link"]["fwd"]["ack_flows"] == [1]
 
 
