@@ -14,7 +14,9 @@
 //! f996aa5. A change that *means* to change results (a model fix) re-pins
 //! them — run with `CCLAB_PRINT_HASHES=1 -- --nocapture` to
 //! print the new values — and says so in its commit message; an engine
-//! refactoring never does.
+//! refactoring never does. Re-pinned so far: the six scenarios with many SACK
+//! holes, when the receiver learnt `tcp_sack_new_ofo_skb`'s early flush of a
+//! compressed ACK (receiver.rs).
 mod common;
 use cclab_sim::record::Output;
 use cclab_sim::scenario::*;
@@ -142,7 +144,7 @@ fn bbr_and_cubic_share_a_shallow_buffer() {
     let fl = vec![flow(0, "bbr", 25), flow(1, "bbr", 25), flow(2, "cubic", 25), flow(3, "cubic", 25)];
     let mut sc = dumbbell(100_000_000, fl, 0.5, 10);
     sc.seed = 2;
-    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0x0b93_0814_8262_6469, 0x8ecd_81dd_2ea5_2b96);
+    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0xf0ff_f56d_ffcb_a9d9, 0x7520_fd60_fe1a_1fb2);
 }
 
 #[test]
@@ -162,7 +164,7 @@ fn every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay() {
         Change { at_ns: 8 * S, rate_bps: Some(80_000_000), delay_ns: Some(2 * MS), loss: None },
     ];
     sc.seed = 5;
-    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0x9ec5_6b0c_a83b_ae51, 0x6c92_71ef_d0f6_c461);
+    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0x3330_96c6_7957_557a, 0x1aec_a94a_eac2_e956);
 }
 
 #[test]
@@ -185,7 +187,7 @@ fn many_flows_mixed() {
         .collect();
     let mut sc = dumbbell(1_000_000_000, fl, 1.0, 4);
     sc.seed = 9;
-    check("many_flows_mixed", &sc, 0x63eb_0ef2_2c45_3347, 0x44c4_c234_3d46_bb04);
+    check("many_flows_mixed", &sc, 0x712f_14e2_1706_c395, 0x175b_e21c_5dac_94f1);
 }
 
 #[test]
@@ -193,7 +195,7 @@ fn ten_gigabit_with_a_thousand_flows() {
     let fl = (0..1000u32).map(|i| with(flow(i, "cubic", 25), |f| f.start_ns = i as u64 * 100_000)).collect();
     let mut sc = dumbbell(10_000_000_000, fl, 1.0, 1);
     sc.sample_interval_ns = 50 * MS;
-    check("ten_gigabit_with_a_thousand_flows", &sc, 0xf49e_36ac_0d68_0909, 0x12ad_5a1a_cfa2_34ae);
+    check("ten_gigabit_with_a_thousand_flows", &sc, 0xf7c6_7a15_b878_333c, 0xfedd_917b_bd2b_5c85);
 }
 
 #[test]
@@ -213,7 +215,7 @@ fn a_trace_link() {
     let mut sc = dumbbell(20_000_000, fl, 1.0, 8);
     sc.links[0].capacity = Capacity::Trace { path: "lcg.trace".into(), opportunities_ns: ops, period_ns: S, bytes_per_opportunity: 1500 };
     sc.links[0].buffer = Buffer { bytes: None, packets: Some(120) };
-    check("a_trace_link", &sc, 0xf029_69e3_5572_9604, 0xe5f9_6d5b_3c1c_89e7);
+    check("a_trace_link", &sc, 0x7406_9d70_548f_8ee7, 0x225f_a3a5_8035_2782);
 }
 
 /// `n` flows, two of three ECN-capable, RTTs 30 ms + 10 ms each, 50 ms apart.
@@ -267,7 +269,7 @@ fn pie_with_ecn() {
         ecn: true,
         bytemode: false,
     });
-    check("pie_ecn", &pie, 0xd23b_08ec_c375_3027, 0x0e75_9732_e0d4_8a8e);
+    check("pie_ecn", &pie, 0x3bd1_2c1f_387b_7265, 0xe56c_af4b_db15_2e91);
 }
 
 #[test]

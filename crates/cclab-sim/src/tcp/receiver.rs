@@ -55,6 +55,10 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 pub const COMP_SACK_NR: u32 = 44;
 /// `net.ipv4.tcp_comp_sack_delay_ns` default: 1 ms.
 pub const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
+/// `TCP_SACK_BLOCKS_EXPECTED` (net/ipv4/tcp_input.c): SACK blocks an ACK is
+/// relied on to deliver ("the max is 4, but this becomes 3 if TCP timestamps
+/// are there. Given that SACK packets might be lost, be conservative and use 2").
+const SACK_BLOCKS_EXPECTED: usize = 2;
 /// `TCP_FASTRETRANS_THRESH` (include/net/tcp.h): duplicate ACKs sent before compressing.
 const FASTRETRANS_THRESH: u32 = 3;
 
@@ -286,7 +290,8 @@ impl Receiver {
     }
 
     /// Segment `seq` arrives; the ACKs to send now go to `out` (at most two:
-    /// the segment's own, and a window update after the application read).
+    /// a pending compressed ACK flushed before the SACK blocks change, or the
+    /// segment's own and a window update after the application read).
     pub fn on_segment_all(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, out: &mut Vec<Ack>) {
         self.on_segment_ecn(now, seq, len, tsecr_ms, false, false, false, out);
     }
@@ -357,6 +362,14 @@ impl Receiver {
         // window (before the segment is charged, as Linux orders it), charge.
         let nxt = self.rcv_nxt;
         self.ecn_check_ce(now, ect, ce, nxt, out);
+        // tcp_sack_new_ofo_skb: if this segment extends a block below the
+        // first TCP_SACK_BLOCKS_EXPECTED, or starts a new one while that many
+        // exist, a pending compressed ACK goes out first (with the blocks as
+        // they were), so no range reaches third or fourth place — or drops
+        // out — without an ACK having reported it in first or second place.
+        if self.sack && self.comp.count > 0 && self.sack_slot(seq) >= SACK_BLOCKS_EXPECTED {
+            out.push(self.send_ack(now));
+        }
         let block = self.insert_ooo(seq);
         self.recent.retain(|&(s, e)| !(block.0 <= s && e <= block.1));
         self.recent.insert(0, block);
@@ -494,6 +507,16 @@ impl Receiver {
         ack.ece = self.ecn.demand_cwr;
         self.ece_acks += ack.ece as u64;
         ack
+    }
+
+    /// `this_sack` in `tcp_sack_new_ofo_skb`: the place of the first reported
+    /// block that segment `seq` extends (`tcp_sack_extend`: overlapping or
+    /// adjacent), or the number of blocks if it extends none.
+    fn sack_slot(&self, seq: u32) -> usize {
+        self.recent
+            .iter()
+            .position(|&(s, _)| self.ooo_range_of(s).is_some_and(|(a, b)| seq + 1 >= a && seq <= b))
+            .unwrap_or(self.recent.len())
     }
 
     fn insert_ooo(&mut self, seq: u32) -> (u32, u32) {
@@ -687,6 +710,35 @@ mod tests {
         assert_eq!(a.sacks(), &[(n + 1, n + 3)]);
         let a = r.on_segment(Time(3), n + 4, MSS, 0).unwrap();
         assert_eq!(a.sacks(), &[(n + 4, n + 5), (n + 1, n + 3)]);
+    }
+
+    #[test]
+    fn a_compressed_ack_goes_out_before_its_block_would_leave_the_first_two() {
+        // tcp_sack_new_ofo_skb (TCP_SACK_BLOCKS_EXPECTED = 2): n is lost, then
+        // every other segment arrives, each a new block. The fifth is
+        // compressed; the sixth would push its block to second place and the
+        // one before to third, so the pending ACK leaves first, reporting the
+        // blocks as they were.
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        let mut acks = vec![];
+        for k in 0..6 {
+            let mut out = vec![];
+            r.on_segment_all(Time(100), n + 1 + 2 * k, MSS, 0, &mut out);
+            acks.push(out);
+        }
+        let sent: Vec<usize> = acks.iter().map(Vec::len).collect();
+        assert_eq!(sent, [1, 1, 1, 1, 0, 1]);
+        let pre = acks[5][0];
+        assert_eq!((pre.cum, pre.sacks()), (n, &[(n + 9, n + 10), (n + 7, n + 8), (n + 5, n + 6)][..]));
+        // The sixth is itself compressed, sent when the timer fires.
+        let a = r.on_timer(r.next_deadline().unwrap()).unwrap();
+        assert_eq!(a.sacks(), &[(n + 11, n + 12), (n + 9, n + 10), (n + 7, n + 8)]);
+        // A segment that extends the first block sends nothing early.
+        let mut out = vec![];
+        r.on_segment_all(Time(200), n + 12, MSS, 0, &mut out);
+        r.on_segment_all(Time(200), n + 13, MSS, 0, &mut out);
+        assert!(out.is_empty(), "{out:?}");
     }
 
     #[test]
