@@ -136,15 +136,32 @@ def test_startup_queue_bounded_by_cwnd_gain_and_drain_takes_one_round(startup_ru
     assert s["drain_rounds"] <= 1.2
 
 
+# Linux 6.18 on the kernel backend, this scenario (50 Mbit/s / 40 ms / 10 BDP,
+# 1.5 s), three runs on 2026-11-25, rounds rebuilt from the record as here:
+# Startup ended at round 10, 10 and 8 (0.83, 0.95, 0.58 s).
+KERNEL_EXIT_ROUNDS = (8, 10)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured (50 Mbps/40 ms, 10 BDP): Startup ends at round 9 vs log2(BDP/IW)+3 = 7.1; Linux 6.18 on the "
+    "kernel backend, same scenario: rounds 10, 10, 8 — Linux does not meet it either. A delivery-rate sample "
+    "describes the previous round's sending (see the queue xfail below), and Linux sends the first 10 segments "
+    "unpaced (tcp_update_skb_after_send): modelling that moved the simulator's exit from round 7 (0.55 s) to 9 "
+    "(0.70 s), inside the kernel's range.",
+)
 def test_startup_round_count_matches_the_formula(startup_run):
     # docs/validation.md check 1, the rule of thumb: exit after ~log2(BDP/IW)+3 rounds (±1).
-    # Measured: round 7 vs 7.1. (Before the simulator modelled the handshake's RTT sample it
-    # was round 9: without it Startup's first round paced the initial window at a nominal
-    # 1 ms RTT. Linux 6.18 on the kernel backend, same scenario, two runs: Startup ended at
-    # 0.69 s and 0.81 s vs 0.55 s here — a round or two later, the kernel varying by a round
-    # between runs; `cclab parity` compares the Startup exit round on its own cases.)
     s = startup_run
     assert abs(s["exit_round"] - s["formula"]) <= 1.0
+
+
+def test_startup_round_count_is_within_the_kernels(startup_run):
+    # docs/validation.md check 1: the referee for the round count is the kernel
+    # (KERNEL_EXIT_ROUNDS, measured on the same scenario); `cclab parity`
+    # compares the Startup exit round live on its own cases.
+    lo, hi = KERNEL_EXIT_ROUNDS
+    assert lo <= startup_run["exit_round"] <= hi
 
 
 @pytest.mark.xfail(

@@ -85,6 +85,18 @@ struct Seg {
     flags: u8,
 }
 
+/// Linux paces from the connection's 10th data segment on
+/// (`tcp_update_skb_after_send`, net/ipv4/tcp_output.c: `data_segs_out >= 10`).
+const UNPACED_FIRST_SEGS: u64 = 10;
+
+/// The pacing of the skb being sent (`Sender::skb_pace`).
+#[derive(Copy, Clone, Debug, Default)]
+struct SkbPace {
+    credit_ns: u64,
+    len_ns: u64,
+    applied_ns: u64,
+}
+
 /// Which job the single retransmit timer has now (Linux `icsk_pending`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum XmitTimer {
@@ -179,6 +191,10 @@ pub struct Sender {
     first_tx: Time,
     /// (rate, payload, time): the last pacing interval computed.
     pace_cache: (u64, u32, Dur),
+    /// The skb being paced (`tcp_update_skb_after_send`): how late it
+    /// started against `pace_next` (the OS-jitter credit), its segments'
+    /// pacing time so far, and how much of that `pace_next` has taken.
+    skb_pace: SkbPace,
     /// SACK blocks of the previous ACK (Linux `recv_sack_cache`): a block
     /// repeated unchanged is already fully tagged and is skipped.
     sack_cache: [(u32, u32); super::receiver::MAX_SACK_BLOCKS],
@@ -297,6 +313,7 @@ impl Sender {
             pace_next: now,
             pacing_blocked: false,
             pace_cache: (0, 0, Dur::ZERO),
+            skb_pace: SkbPace::default(),
             max_packets_out: 0,
             cwnd_limited_seq: 0,
             scratch: Vec::new(),
@@ -477,6 +494,7 @@ impl Sender {
                     break;
                 }
                 burst_left = self.tso_segs();
+                self.begin_paced_skb(now);
             }
             let wnd = self.wnd_limit();
             let (seq, retrans) = if let Some(&seq) = self.retx.iter().next() {
@@ -510,6 +528,14 @@ impl Sender {
             out.push(self.transmit(now, seq, retrans));
             burst_left = burst_left.saturating_sub(1);
         }
+    }
+
+    /// A paced skb starts (`__tcp_transmit_skb`): `tcp_wstamp_ns` moves up
+    /// to now, and how late the skb is against it becomes its credit.
+    fn begin_paced_skb(&mut self, now: Time) {
+        let prior = self.pace_next;
+        self.pace_next = prior.max(now);
+        self.skb_pace = SkbPace { credit_ns: (self.pace_next - prior).0, len_ns: 0, applied_ns: 0 };
     }
 
     /// Linux `tcp_tso_autosize` with `sk_pacing_shift` 10: about 1 ms of data
@@ -651,11 +677,23 @@ impl Sender {
         self.max_packets_out = self.max_packets_out.max(self.conn.packets_out);
         if let Some(rate) = self.conn.pacing_rate {
             if rate.0 > 0 {
-                // Linux EDT pacing: the next departure is len/rate after this one.
+                // Linux EDT pacing (tcp_update_skb_after_send): the next skb
+                // leaves len/rate after this one, less up to half of that as
+                // credit for this skb's lateness ("OS jitter"); and the first
+                // 10 data segments of the connection are not paced ("Original
+                // sch_fq does not pace first 10 MSS": the skb that brings
+                // `data_segs_out`, retransmissions included, to 10 is the
+                // first one paced, its whole length).
                 if self.pace_cache.0 != rate.0 || self.pace_cache.1 != payload {
                     self.pace_cache = (rate.0, payload, rate.tx_time(payload as u64));
                 }
-                self.pace_next = self.pace_next.max(now) + self.pace_cache.2;
+                let p = &mut self.skb_pace;
+                p.len_ns += self.pace_cache.2 .0;
+                if self.stats.sent_packets + 1 >= UNPACED_FIRST_SEGS {
+                    let target = p.len_ns - (p.len_ns / 2).min(p.credit_ns);
+                    self.pace_next = self.pace_next + Dur(target - p.applied_ns);
+                    p.applied_ns = target;
+                }
             }
         }
         self.conn.lsndtime = now;
@@ -1241,6 +1279,9 @@ impl Sender {
                 // RFC 8985 §7.3: send one new segment if possible, else the last one again.
                 self.stats.tlp_count += 1;
                 let before = out.len();
+                if self.conn.pacing_rate.is_some() {
+                    self.begin_paced_skb(now);
+                }
                 if self.snd_nxt < self.app_limit() && self.snd_nxt < self.wnd_limit() {
                     let seq = self.snd_nxt;
                     out.push(self.transmit(now, seq, false));

@@ -176,9 +176,9 @@ mod tests {
     /// EXPECTED TO FAIL. The rule of thumb (docs/validation.md check 1) says Startup ends after
     /// "about log2(BDP/IW) + 3 rounds" (= 8.1 here) with its queue peaking
     /// "below ~1.9 BDP". Measured (same code path as Linux tcp_bbr.c, the
-    /// real sender with the handshake's RTT sample): exit at round 10 and a
-    /// peak queue of 2.10 BDP (the synthetic harness before it, without a
-    /// handshake: round 11, 2.11 BDP). Reasons: (1) a delivery-rate sample
+    /// real sender with the handshake's RTT sample and Linux's unpaced first
+    /// 10 segments): exit at round 11 and a peak queue of 2.10 BDP (round 10
+    /// before the unpaced first segments were modelled). Reasons: (1) a delivery-rate sample
     /// describes the previous round's sending, so max_bw reaches the link
     /// rate about a round after cwnd passes the BDP (cwnd 567 > 333 in round
     /// 7, max_bw at the link rate in round 8; its last ≥ 25 % step is round

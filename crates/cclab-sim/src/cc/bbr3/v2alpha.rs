@@ -742,21 +742,23 @@ mod tests {
         // the event order changes them too: then re-record them, on a tree
         // whose bbr3 behaviour you have checked otherwise. Cases 0 and 2
         // (shallow buffers: many SACK holes) re-recorded when the receiver
-        // learnt tcp_sack_new_ofo_skb's early flush of a compressed ACK.
+        // learnt tcp_sack_new_ofo_skb's early flush of a compressed ACK; all
+        // four when the sender learnt tcp_update_skb_after_send's unpaced
+        // first 10 segments and its lateness credit.
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0x50bf_3583_662a_5bde,
+                0x0db0_09b1_9606_e39e,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
                 1,
                 30.0,
                 21,
-                0xb28d_7828_d654_3762,
+                0xd9f0_84c3_051a_234e,
             ),
             (
                 Path::new(40_000_000, 25)
@@ -765,14 +767,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0x4843_7af1_7cf2_e4d4,
+                0x0bfc_42e2_426b_0ae4,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0x4d2a_f344_eecf_2698,
+                0xe4e2_78e5_7eb3_9ec3,
             ),
         ];
         for (i, (path, n, secs, seed, want)) in cases.into_iter().enumerate() {
