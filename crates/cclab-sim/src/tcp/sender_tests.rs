@@ -264,16 +264,23 @@ fn finite_flow_sends_exact_bytes_then_stops() {
     assert!(s.xmit_timer.is_none());
 }
 
+/// A paced sender with room in cwnd that has already sent `sent` segments:
+/// 1448 B at 11.584 Mbit/s = 1 ms per segment; 1 ms of data < 2 segments →
+/// skbs (pacing bursts) of 2.
+fn paced_sender(sent: u64) -> Sender {
+    let mut s = sender("reno");
+    s.conn.cwnd = 100;
+    s.stats.sent_packets = sent;
+    s.conn.pacing_rate = Some(Bandwidth(11_584_000));
+    s
+}
+
 #[test]
 fn pacing_sends_tso_bursts_spaced_by_len_over_rate() {
     // Linux paces skbs (tcp_update_skb_after_send: wstamp += len/rate); an
     // skb holds tcp_tso_autosize() segments: ~1 ms of data, ≥ 2, ≤ 64 KB.
-    let mut s = sender("reno");
-    s.conn.cwnd = 100;
-    // past the connection's first 10 segments (not paced; next test)
-    s.stats.sent_packets = 10;
-    // 1448 B at 11.584 Mbit/s = 1 ms per segment; 1 ms of data < 2 segments → bursts of 2.
-    s.conn.pacing_rate = Some(Bandwidth(11_584_000));
+    // Past the connection's first 10 segments (not paced; next test).
+    let mut s = paced_sender(10);
     assert_eq!(s.tso_segs(), 2);
     let tx = send_all(&mut s, 0);
     assert_eq!(tx.len(), 2);
@@ -290,9 +297,7 @@ fn the_first_ten_segments_are_not_paced() {
     // MSS" — wstamp advances only once data_segs_out (counted before the
     // check, the skb's own segments included) reaches 10; that skb is paced
     // for its whole length.
-    let mut s = sender("reno");
-    s.conn.cwnd = 100;
-    s.conn.pacing_rate = Some(Bandwidth(11_584_000)); // 1 ms per segment, skbs of 2
+    let mut s = paced_sender(0);
     let tx = send_all(&mut s, 0);
     assert_eq!(tx.len(), 10, "five 2-segment skbs leave at once");
     assert_eq!(s.pace_next, Time(2 * MS), "the fifth skb (segments 9 and 10) is paced");
@@ -305,10 +310,7 @@ fn the_first_ten_segments_are_not_paced() {
 fn a_late_skb_gets_up_to_half_its_interval_as_credit() {
     // tcp_update_skb_after_send: len_ns -= min(len_ns / 2, credit), credit =
     // how far the skb's send time is past the previous wstamp.
-    let mut s = sender("reno");
-    s.conn.cwnd = 100;
-    s.stats.sent_packets = 10;
-    s.conn.pacing_rate = Some(Bandwidth(11_584_000));
+    let mut s = paced_sender(10);
     assert_eq!(send_all(&mut s, 0).len(), 2);
     assert_eq!(s.pace_next, Time(2 * MS));
     // 0.3 ms late: the 2 ms skb counts 1.7 ms
