@@ -58,6 +58,8 @@ const F_EVER_RETRANS: u8 = 8;
 const F_APP_LIMITED: u8 = 16;
 /// Already used for a rate sample (Linux zeroes `tx.delivered_mstamp`).
 const F_SAMPLED: u8 = 32;
+/// The last segment of the skb it was (re)sent in (`Sender::end_skb`).
+const F_SKB_END: u8 = 64;
 /// `net.ipv4.tcp_reordering` default (`TCP_FASTRETRANS_THRESH`, include/net/tcp.h):
 /// duplicate ACKs that mark the head lost when SACK is off.
 const REORDERING: u32 = 3;
@@ -477,34 +479,57 @@ impl Sender {
         self.conn.now = now;
         self.stop_app(now);
         self.pacing_blocked = false;
-        // Linux paces whole TSO/GSO skbs: one pacing slot lets a burst of
-        // `tso_segs()` segments leave back to back (tcp_write_xmit).
-        let mut burst_left = 0u32;
-        // Segments left in the GSO skb of new data being sent.
+        // Linux sends skb by skb, and paces whole skbs: one pacing slot lets
+        // one skb leave (tcp_write_xmit and tcp_xmit_retransmit_queue both
+        // stop at `tcp_pacing_check` after each). An skb is either new data
+        // (a GSO skb of up to `tso_segs()` segments) or a retransmission of
+        // lost segments of one earlier skb — never both.
+        // Segments the open skb may still take (0: none open).
         let mut skb_left = 0u32;
+        // The open skb retransmits (else: new data).
+        let mut skb_retrans = false;
+        // The last segment sent in the open skb.
+        let mut skb_last = NONE;
         loop {
             if self.in_flight() >= self.conn.cwnd {
                 self.note_cwnd_limited();
                 break;
             }
-            let paced = self.conn.pacing_rate.is_some();
-            if paced && burst_left == 0 {
-                if now < self.pace_next {
+            let wnd = self.wnd_limit();
+            if skb_left > 0 {
+                // The open skb goes on: a retransmission with the next lost
+                // segment of the same skb, new data with the next segment.
+                let next = skb_last + 1;
+                let goes_on = if skb_retrans {
+                    self.retx.iter().next() == Some(&next) && next < wnd
+                } else {
+                    self.retx.is_empty() && next == self.snd_nxt && next < self.app_limit() && next < wnd
+                };
+                if !goes_on {
+                    self.end_skb(skb_last);
+                    skb_left = 0;
+                }
+            }
+            if skb_left == 0 {
+                // A new skb, in its own pacing slot (tcp_pacing_check).
+                let paced = self.conn.pacing_rate.is_some();
+                if paced && now < self.pace_next {
                     self.pacing_blocked = self.has_something_to_send();
                     break;
                 }
-                burst_left = self.tso_segs();
-                self.begin_paced_skb(now);
-            }
-            let wnd = self.wnd_limit();
-            let (seq, retrans) = if let Some(&seq) = self.retx.iter().next() {
-                // __tcp_retransmit_skb: not beyond the window, except the head.
-                if seq >= wnd && seq != self.snd_una {
-                    break;
-                }
-                (seq, true)
-            } else if self.snd_nxt < self.app_limit() && self.snd_nxt < wnd {
-                if skb_left == 0 {
+                // A retransmission first (tcp_xmit_retransmit_queue runs
+                // before tcp_write_xmit), else new data.
+                if let Some(&seq) = self.retx.iter().next() {
+                    // __tcp_retransmit_skb: not beyond the window, except the head.
+                    if seq >= wnd && seq != self.snd_una {
+                        break;
+                    }
+                    // tcp_xmit_retransmit_queue: at most `segs` = min(cwnd −
+                    // in flight, tcp_tso_segs) of the skb (tcp_fragment cuts
+                    // the rest off into an skb of its own).
+                    skb_retrans = true;
+                    skb_left = self.tso_segs().min(self.conn.cwnd - self.in_flight());
+                } else if self.snd_nxt < self.app_limit() && self.snd_nxt < wnd {
                     // tcp_write_xmit, one skb: the write queue holds skbs of
                     // `tso_segs` segments (tcp_xmit_size_goal); a partial one
                     // may be held back (tcp_tso_should_defer), else it leaves
@@ -514,20 +539,40 @@ impl Sender {
                         break;
                     }
                     let cwnd_room = self.conn.cwnd - self.in_flight();
+                    skb_retrans = false;
                     skb_left = max_segs.min(cwnd_room).min((self.conn.cwnd / 2).max(1)).max(1);
+                } else {
+                    if self.snd_nxt >= self.app_limit() {
+                        // Nothing to send: the application limits us.
+                        self.check_app_limited();
+                    }
+                    break;
                 }
-                skb_left -= 1;
-                (self.snd_nxt, false)
-            } else {
-                if self.snd_nxt >= self.app_limit() {
-                    // Nothing to send: the application limits us.
-                    self.check_app_limited();
+                if paced {
+                    self.begin_paced_skb(now);
                 }
-                break;
-            };
-            out.push(self.transmit(now, seq, retrans));
-            burst_left = burst_left.saturating_sub(1);
+            }
+            let seq = if skb_retrans { *self.retx.iter().next().unwrap() } else { self.snd_nxt };
+            out.push(self.transmit(now, seq, skb_retrans));
+            skb_last = seq;
+            skb_left -= 1;
+            if skb_retrans && self.seg(seq).flags & F_SKB_END != 0 {
+                skb_left = 0; // the end of the skb it retransmits
+            }
+            if skb_left == 0 {
+                self.end_skb(seq);
+            }
         }
+        if skb_left > 0 {
+            self.end_skb(skb_last); // cut short (cwnd, pacing aside: the loop ends on cwnd or the window only)
+        }
+    }
+
+    /// Segment `seq` ends the skb it was (re)sent in: a later retransmission
+    /// of what follows it is a separate skb (Linux's skbs in the retransmit
+    /// queue are the skbs sent, split where a part was retransmitted alone).
+    fn end_skb(&mut self, seq: u32) {
+        self.seg_mut(seq).flags |= F_SKB_END;
     }
 
     /// A paced skb starts (`__tcp_transmit_skb`): `tcp_wstamp_ns` moves up
@@ -656,7 +701,7 @@ impl Sender {
             self.ts_unlink(seq);
             let s = self.seg_mut(seq);
             let was_retrans = s.flags & F_RETRANS != 0;
-            let keep = s.flags & (F_LOST | F_EVER_RETRANS);
+            let keep = s.flags & (F_LOST | F_EVER_RETRANS | F_SKB_END);
             *s = Seg { flags: template.flags | keep | F_RETRANS | F_EVER_RETRANS, ..template };
             if !was_retrans {
                 self.conn.retrans_out += 1;
@@ -1285,9 +1330,15 @@ impl Sender {
                 if self.snd_nxt < self.app_limit() && self.snd_nxt < self.wnd_limit() {
                     let seq = self.snd_nxt;
                     out.push(self.transmit(now, seq, false));
+                    self.end_skb(seq); // one segment (tcp_write_xmit's push_one)
                 } else if self.snd_nxt > self.snd_una {
                     let seq = self.snd_nxt - 1;
                     if self.seg(seq).flags & F_SACKED == 0 {
+                        // tcp_send_loss_probe retransmits the last segment
+                        // alone, fragmenting its skb.
+                        if seq > self.snd_una {
+                            self.end_skb(seq - 1);
+                        }
                         out.push(self.transmit(now, seq, true));
                     }
                 }

@@ -321,6 +321,52 @@ fn a_late_skb_gets_up_to_half_its_interval_as_credit() {
     assert_eq!(s.pace_next, Time(10 * MS));
 }
 
+/// A paced sender with four 2-segment skbs in flight (segments 0–7, sent
+/// at 0, 2, 4 and 6 ms) and an RTT sample.
+fn paced_sender_with_four_skbs_out() -> Sender {
+    let mut s = paced_sender(10);
+    for k in 0..4 {
+        assert_eq!(send_all(&mut s, 2 * k * MS).len(), 2);
+    }
+    assert_eq!(s.pace_next, Time(8 * MS));
+    s
+}
+
+#[test]
+fn a_retransmission_is_an_skb_of_its_own_in_its_own_pacing_slot() {
+    // Linux never puts new data in a retransmitted skb: tcp_xmit_retransmit_queue
+    // sends the lost skb (tcp_retransmit_skb) and stops at tcp_pacing_check,
+    // and tcp_write_xmit's new data waits for the next slot.
+    let mut s = paced_sender_with_four_skbs_out();
+    // Segment 0 lost (1–7 SACKed): its retransmission leaves alone, 1 ms of
+    // data less half as credit (it is 12 ms late).
+    let tx = on_ack(&mut s, 20 * MS, ack(0, &[(1, 8)]));
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(0, true)]);
+    assert_eq!(s.pace_next, Time(20 * MS + MS / 2));
+    assert!(s.pacing_blocked);
+    let tx = send_all(&mut s, 20 * MS + MS / 2);
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(8, false), (9, false)]);
+}
+
+#[test]
+fn lost_segments_are_retransmitted_skb_by_skb() {
+    // The retransmit queue holds the skbs as sent (split where SACKs or a
+    // partial retransmission cut them): segments 0–1 lost together go out
+    // as one skb; 1 and 2, lost from two different skbs, as two.
+    let mut s = paced_sender_with_four_skbs_out();
+    let tx = on_ack(&mut s, 20 * MS, ack(0, &[(2, 8)]));
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(0, true), (1, true)]);
+    assert_eq!(s.pace_next, Time(21 * MS));
+
+    let mut s = paced_sender_with_four_skbs_out();
+    let tx = on_ack(&mut s, 20 * MS, ack(1, &[(3, 8)]));
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(1, true)]);
+    assert_eq!(s.pace_next, Time(20 * MS + MS / 2));
+    let tx = send_all(&mut s, 20 * MS + MS / 2);
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(2, true)]);
+    assert_eq!(s.pace_next, Time(21 * MS + MS / 2), "an on-time skb: no credit");
+}
+
 #[test]
 fn tso_autosize_follows_linux() {
     let mut s = sender("reno");

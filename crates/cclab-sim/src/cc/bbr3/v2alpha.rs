@@ -744,21 +744,22 @@ mod tests {
         // (shallow buffers: many SACK holes) re-recorded when the receiver
         // learnt tcp_sack_new_ofo_skb's early flush of a compressed ACK; all
         // four when the sender learnt tcp_update_skb_after_send's unpaced
-        // first 10 segments and its lateness credit.
+        // first 10 segments and its lateness credit; all four again when a
+        // retransmission became an skb of its own in its own pacing slot.
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0x0db0_09b1_9606_e39e,
+                0x7ecc_e0c7_d817_9da4,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
                 1,
                 30.0,
                 21,
-                0xd9f0_84c3_051a_234e,
+                0x2df4_4078_ab91_22d5,
             ),
             (
                 Path::new(40_000_000, 25)
@@ -767,14 +768,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0x0bfc_42e2_426b_0ae4,
+                0x516a_0bc4_6c6f_507a,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0xe4e2_78e5_7eb3_9ec3,
+                0xb82c_eee1_df72_59f1,
             ),
         ];
         for (i, (path, n, secs, seed, want)) in cases.into_iter().enumerate() {
