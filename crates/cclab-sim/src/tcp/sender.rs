@@ -564,7 +564,7 @@ impl Sender {
             }
         }
         if skb_left > 0 {
-            self.end_skb(skb_last); // cut short (cwnd, pacing aside: the loop ends on cwnd or the window only)
+            self.end_skb(skb_last); // cwnd ended the loop with the skb open: it is cut there (tcp_mss_split_point)
         }
     }
 
