@@ -322,7 +322,7 @@ fn a_late_skb_gets_up_to_half_its_interval_as_credit() {
 }
 
 /// A paced sender with four 2-segment skbs in flight (segments 0–7, sent
-/// at 0, 2, 4 and 6 ms) and an RTT sample.
+/// at 0, 2, 4 and 6 ms), nothing acknowledged yet.
 fn paced_sender_with_four_skbs_out() -> Sender {
     let mut s = paced_sender(10);
     for k in 0..4 {
