@@ -600,7 +600,7 @@ impl Sender {
     /// cwnd·mss/srtt in slow start (below half of ssthresh), 120 % after
     /// (`tcp_pacing_ss_ratio`, `tcp_pacing_ca_ratio`). Linux sizes TSO/GSO
     /// skbs from it for every flow, paced or not.
-    fn sk_pacing_rate_bps(&self) -> u64 {
+    pub(crate) fn sk_pacing_rate_bps(&self) -> u64 {
         if let Some(r) = self.conn.pacing_rate {
             return r.0;
         }
@@ -610,8 +610,15 @@ impl Sender {
             return u64::MAX;
         }
         let ratio = if c.cwnd < c.ssthresh / 2 { 200 } else { 120 };
-        let packets = c.cwnd.max(c.packets_out) as u128;
-        (self.mss as u128 * 8 * ratio * packets * 1_000_000_000 / (100 * srtt as u128)).min(u64::MAX as u128) as u64
+        let packets = c.cwnd.max(c.packets_out) as u64;
+        // mss·8·ratio·packets·1e9 / (100·srtt): in u64 when the product
+        // fits (every window below ~8 000 packets), else in u128 — the same
+        // quotient either way, without the u128 division on every skb.
+        let per_packet = self.mss as u64 * 8 * ratio * 1_000_000_000;
+        match per_packet.checked_mul(packets) {
+            Some(num) => num / (100 * srtt),
+            None => (per_packet as u128 * packets as u128 / (100 * srtt as u128)).min(u64::MAX as u128) as u64,
+        }
     }
 
     /// Linux `tcp_tso_should_defer`: hold back a GSO skb that cwnd or the

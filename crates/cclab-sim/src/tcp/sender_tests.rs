@@ -382,6 +382,24 @@ fn tso_autosize_follows_linux() {
 }
 
 #[test]
+fn internal_pacing_rate_is_exact_for_small_and_huge_windows() {
+    // sk_pacing_rate_bps divides in u64 when mss·8·ratio·1e9·packets fits
+    // and in u128 beyond (~8 000 packets): both must give the exact quotient.
+    let mut s = sender("cubic");
+    s.rtt.on_sample(Dur(7 * MS + 3));
+    s.conn.ssthresh = u32::MAX;
+    for cwnd in [10u32, 60, 7_999, 8_000, 12_000, 1_000_000, 50_000_000] {
+        for ratio_high in [true, false] {
+            s.conn.cwnd = cwnd;
+            s.conn.ssthresh = if ratio_high { u32::MAX } else { cwnd };
+            let ratio: u128 = if ratio_high { 200 } else { 120 };
+            let exact = (1448u128 * 8 * ratio * cwnd as u128 * 1_000_000_000 / (100 * (7 * MS + 3) as u128)).min(u64::MAX as u128) as u64;
+            assert_eq!(s.sk_pacing_rate_bps(), exact, "cwnd {cwnd}, ratio {ratio}");
+        }
+    }
+}
+
+#[test]
 fn rwnd_limits_outstanding_segments() {
     let mut s = Sender::new(Time(0), Cc::new("reno", &BTreeMap::new(), 1).unwrap(), 1448, 52, None, Time(0), None, Some(4 * 1448), NO_HANDSHAKE);
     assert_eq!(send_all(&mut s, 0).len(), 4);
