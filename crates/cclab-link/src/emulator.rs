@@ -208,6 +208,46 @@ fn tcp_seq_ack(pkt: &[u8]) -> (u32, u32) {
     }
 }
 
+/// The SACK blocks of a TCP/IPv4 packet (option kind 5), as `start-end`
+/// pairs of raw sequence numbers joined by `;` (empty: none) — for the
+/// diagnostic trace.
+fn tcp_sack_blocks(pkt: &[u8]) -> String {
+    let ihl = ((pkt.first().copied().unwrap_or(0) & 0x0f) as usize) * 4;
+    let mut out = String::new();
+    if pkt.get(9) != Some(&6) {
+        return out;
+    }
+    let doff = pkt.get(ihl + 12).map_or(0, |b| (b >> 4) as usize * 4);
+    let Some(opts) = pkt.get(ihl + 20..ihl + doff.max(20)) else {
+        return out;
+    };
+    let mut i = 0;
+    while i < opts.len() {
+        match opts[i] {
+            0 => break,
+            1 => i += 1,
+            kind => {
+                let len = opts.get(i + 1).copied().unwrap_or(0) as usize;
+                if len < 2 || i + len > opts.len() {
+                    break;
+                }
+                if kind == 5 {
+                    for b in opts[i + 2..i + len].chunks_exact(8) {
+                        let start = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                        let end = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                        if !out.is_empty() {
+                            out.push(';');
+                        }
+                        out.push_str(&format!("{start}-{end}"));
+                    }
+                }
+                i += len;
+            }
+        }
+    }
+    out
+}
+
 /// The loop of one direction: read `in_fd` (stamping each packet with the
 /// time it was read), let the model schedule it, write it to the other side
 /// when due, sleep in ppoll until the next deadline or packet.
@@ -251,7 +291,7 @@ fn direction_loop(
         };
         let mut w =
             std::io::BufWriter::new(File::create(std::path::Path::new(&dir).join(name)).ok()?);
-        writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped").ok()?;
+        writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped,sack").ok()?;
         Some(w)
     });
     while !sys::stop_requested() {
@@ -316,7 +356,7 @@ fn direction_loop(
                     if let (Some(c), Some(f)) = (clamp.as_mut(), flow) {
                         c.apply(f, &mut buf);
                     }
-                    let tcp = trace.as_ref().map(|_| tcp_seq_ack(&buf));
+                    let tcp = trace.as_ref().map(|_| (tcp_seq_ack(&buf), tcp_sack_blocks(&buf)));
                     let drops = model.drops();
                     if data {
                         let ect = ecn::ipv4_ect(&buf);
@@ -324,12 +364,12 @@ fn direction_loop(
                     } else {
                         model.on_ack(stamp, flow, buf);
                     }
-                    if let (Some(w), Some((seq, ack))) = (trace.as_mut(), tcp) {
+                    if let (Some(w), Some(((seq, ack), sack))) = (trace.as_mut(), tcp) {
                         let dropped = model.drops() > drops;
                         let f = flow.map_or(-1, |f| f as i64);
                         writeln!(
                             w,
-                            "{stamp},{f},{len},{seq},{ack},{},{}",
+                            "{stamp},{f},{len},{seq},{ack},{},{},{sack}",
                             model.queue_packets(),
                             dropped as u8
                         )
@@ -530,6 +570,33 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sack_blocks_are_read_from_the_tcp_options() {
+        // IPv4 (IHL 5) + TCP with doff 13: NOP NOP TS(10) NOP NOP SACK(2 blocks, 18).
+        let mut p = vec![0u8; 20 + 52];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[20 + 12] = 13 << 4;
+        let o = 20 + 20;
+        p[o..o + 2].copy_from_slice(&[1, 1]);
+        p[o + 2] = 8;
+        p[o + 3] = 10;
+        p[o + 12..o + 14].copy_from_slice(&[1, 1]);
+        p[o + 14] = 5;
+        p[o + 15] = 18;
+        p[o + 16..o + 20].copy_from_slice(&100u32.to_be_bytes());
+        p[o + 20..o + 24].copy_from_slice(&200u32.to_be_bytes());
+        p[o + 24..o + 28].copy_from_slice(&4_000_000_000u32.to_be_bytes());
+        p[o + 28..o + 32].copy_from_slice(&5u32.to_be_bytes());
+        assert_eq!(tcp_sack_blocks(&p), "100-200;4000000000-5");
+        // No SACK option, or not TCP: empty.
+        p[o + 14] = 1;
+        p[o + 15] = 1;
+        assert_eq!(tcp_sack_blocks(&p[..o + 16]), "");
+        p[9] = 17;
+        assert_eq!(tcp_sack_blocks(&p), "");
+    }
 
     fn trace_ir() -> Ir {
         Ir::from_json(r#"{"name":"t","duration_ns":1000000000,"seed":1,"sample_interval_ns":10000000,"mss":1448,"header_bytes":52,
