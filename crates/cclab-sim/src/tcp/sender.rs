@@ -111,11 +111,12 @@ pub enum XmitTimer {
 
 /// RACK state (RFC 8985 §6.1; Linux `tp->rack`).
 #[derive(Clone, Debug, Default)]
-struct Rack {
+pub(crate) struct Rack {
     /// Send time of the most recently sent segment that has been delivered.
-    xmit_time: Time,
+    pub(crate) xmit_time: Time,
     end_seq: u32,
-    rtt: Dur,
+    /// The RTT of the last segment delivered (not of `xmit_time`'s).
+    pub(crate) rtt: Dur,
     advanced: bool,
 }
 
@@ -188,7 +189,7 @@ pub struct Sender {
     sacked: RangeSet,
     /// Lost and not yet retransmitted, by sequence (the retransmit queue).
     retx: BTreeSet<u32>,
-    rack: Rack,
+    pub(crate) rack: Rack,
     /// Linux `tp->first_tx_mstamp` / `delivered_mstamp` live in conn / here.
     first_tx: Time,
     /// (rate, payload, time): the last pacing interval computed.
@@ -220,7 +221,7 @@ pub struct Sender {
     max_packets_out: u32,
     cwnd_limited_seq: u32,
     /// RACK reordering window multiplier (`rack.reo_wnd_steps`).
-    high_seq: u32,
+    pub(crate) high_seq: u32,
     prior_cwnd: u32,
     prr_delivered: u32,
     prr_out: u32,
@@ -778,8 +779,12 @@ impl Sender {
         self.wnd_end = ack.wnd_end;
         self.ts_recent = ack.tsval_ms;
 
-        // 1. SACK blocks (tcp_sacktag_write_queue).
-        for &(s, e) in ack.sacks() {
+        // 1. SACK blocks (tcp_sacktag_write_queue), in sequence order as
+        // Linux sorts them before walking the retransmit queue.
+        let mut blocks = ack.sacks;
+        let blocks = &mut blocks[..ack.sacks().len()];
+        blocks.sort_unstable_by_key(|b| b.0);
+        for &(s, e) in blocks.iter() {
             if self.sack_cache.contains(&(s, e)) {
                 continue; // ranges only grow until cumulatively ACKed: nothing new here
             }
@@ -867,10 +872,16 @@ impl Sender {
             self.stats.rtt_sum_ns += n.0;
             self.stats.rtt_n += 1;
         }
-        // 4. RACK loss detection (tcp_rack_mark_lost); without SACK,
-        // reno_on_ack has done NewReno's (tcp_newreno_mark_lost).
+        // 4. tcp_fastretrans_alert, step D first: a Recovery, Loss or CWR
+        // whose high_seq this ACK reached ends before losses are looked
+        // for, so RACK then runs in the Open state, with its reordering
+        // window of min_rtt/4 unless 3 segments are SACKed (tcp_rack_reo_wnd).
+        self.end_reduction_if_acked();
+        // 5. RACK loss detection (tcp_identify_packet_loss →
+        // tcp_rack_mark_lost); without SACK, reno_on_ack has done NewReno's
+        // (tcp_newreno_mark_lost).
         let reo_timeout = if self.sack_ok { self.rack_detect_loss(now, &mut w) } else { None };
-        // 5. The recovery state machine (tcp_fastretrans_alert).
+        // The rest of the state machine (tcp_fastretrans_alert step E).
         self.update_ca_state(now, ece);
         // 6. Rate sample (tcp_rate_gen) and congestion control (tcp_cong_control).
         self.conn.in_flight = self.in_flight();
@@ -930,16 +941,21 @@ impl Sender {
                 w.newest_tx = tx_time;
             }
         }
-        // RACK (tcp_rack_advance): track the most recently sent delivered
-        // segment (not without SACK: tcp_clean_rtx_queue advances RACK only
-        // when tcp_is_sack).
+        // RACK (tcp_rack_advance; not without SACK: tcp_clean_rtx_queue
+        // advances RACK only when tcp_is_sack). Every delivered segment that
+        // is not an ambiguous retransmission sets RACK.rtt — so the last one
+        // this ACK delivers, in Linux's order (SACK blocks by sequence, then
+        // the cumulative part), leaves its RTT — while RACK.xmit_time tracks
+        // the most recently sent one.
         let rtt = now - tx_time;
         let ambiguous = flags & F_EVER_RETRANS != 0 && self.rtt.min_rtt.is_some_and(|m| rtt < m);
-        if self.sack_ok && !ambiguous && (tx_time > self.rack.xmit_time || (tx_time == self.rack.xmit_time && seq + 1 > self.rack.end_seq)) {
-            self.rack.xmit_time = tx_time;
-            self.rack.end_seq = seq + 1;
+        if self.sack_ok && !ambiguous {
             self.rack.rtt = rtt;
             self.rack.advanced = true;
+            if tx_time > self.rack.xmit_time || (tx_time == self.rack.xmit_time && seq + 1 > self.rack.end_seq) {
+                self.rack.xmit_time = tx_time;
+                self.rack.end_seq = seq + 1;
+            }
         }
         // Rate sampling (tcp_rate_skb_delivered).
         let s = self.seg(seq).clone();
@@ -1117,6 +1133,24 @@ impl Sender {
     /// the ECN reaction of `tcp_try_to_open` (`ece`: this ACK carried ECE on
     /// an ECN connection).
     fn update_ca_state(&mut self, _now: Time, ece: bool) {
+        self.end_reduction_if_acked();
+        match self.conn.ca_state {
+            // tcp_enter_recovery from CWR keeps the reduction already under way.
+            CaState::Open | CaState::Disorder | CaState::Cwr if self.conn.lost_out > 0 => self.enter_recovery(),
+            // tcp_try_to_open → tcp_enter_cwr: at most once per window, as
+            // CWR lasts until the window sent before it is acknowledged
+            // (RFC 3168 §6.1.2).
+            CaState::Open | CaState::Disorder if ece => self.enter_cwr(),
+            CaState::Open if self.conn.sacked_out > 0 => self.set_ca_state(CaState::Disorder),
+            CaState::Disorder if self.conn.sacked_out == 0 => self.set_ca_state(CaState::Open),
+            _ => {}
+        }
+    }
+
+    /// `tcp_fastretrans_alert` step D: Recovery and Loss end once snd_una
+    /// reaches high_seq (with SACK; without, something above it must be
+    /// acknowledged), CWR once it passes it.
+    fn end_reduction_if_acked(&mut self) {
         match self.conn.ca_state {
             // Without SACK it is held until something *above* high_seq is
             // acknowledged (RFC 6582 §3.2 step 4; Linux tcp_try_undo_recovery:
@@ -1137,17 +1171,6 @@ impl Sender {
                 }
                 self.set_ca_state(CaState::Open);
             }
-            _ => {}
-        }
-        match self.conn.ca_state {
-            // tcp_enter_recovery from CWR keeps the reduction already under way.
-            CaState::Open | CaState::Disorder | CaState::Cwr if self.conn.lost_out > 0 => self.enter_recovery(),
-            // tcp_try_to_open → tcp_enter_cwr: at most once per window, as
-            // CWR lasts until the window sent before it is acknowledged
-            // (RFC 3168 §6.1.2).
-            CaState::Open | CaState::Disorder if ece => self.enter_cwr(),
-            CaState::Open if self.conn.sacked_out > 0 => self.set_ca_state(CaState::Disorder),
-            CaState::Disorder if self.conn.sacked_out == 0 => self.set_ca_state(CaState::Open),
             _ => {}
         }
     }

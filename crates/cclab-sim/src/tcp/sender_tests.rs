@@ -358,13 +358,40 @@ fn lost_segments_are_retransmitted_skb_by_skb() {
     assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(0, true), (1, true)]);
     assert_eq!(s.pace_next, Time(21 * MS));
 
+    // Segment 0 is acknowledged first (with 8 and 9 sent at 10 ms): the
+    // ACK that SACKs 3–7 then leaves RACK.rtt at 14 ms (segment 7's), and
+    // both 1 and 2 are past it.
     let mut s = paced_sender_with_four_skbs_out();
+    let tx = on_ack(&mut s, 10 * MS, ack(1, &[]));
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(8, false), (9, false)]);
     let tx = on_ack(&mut s, 20 * MS, ack(1, &[(3, 8)]));
+    assert_eq!(s.conn.lost_out, 2);
     assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(1, true)]);
     assert_eq!(s.pace_next, Time(20 * MS + MS / 2));
     let tx = send_all(&mut s, 20 * MS + MS / 2);
     assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(2, true)]);
     assert_eq!(s.pace_next, Time(21 * MS + MS / 2), "an on-time skb: no credit");
+}
+
+#[test]
+fn rack_rtt_is_that_of_the_last_segment_the_ack_delivers() {
+    // tcp_rack_advance sets RACK.rtt for every delivered segment that is not
+    // an ambiguous retransmission, and RACK.xmit_time only for a more
+    // recently sent one; tcp_ack walks the SACK blocks first, then the
+    // cumulative part (tcp_clean_rtx_queue). An ACK that SACKs 3–7 (sent
+    // at 2–6 ms) and acknowledges 0 (sent at 0) leaves RACK.rtt = 20 ms, so
+    // at 20 ms segment 1 (sent at 0) is lost and segment 2 (sent at 2 ms)
+    // not before 22 ms.
+    let mut s = paced_sender_with_four_skbs_out();
+    let tx = on_ack(&mut s, 20 * MS, ack(1, &[(3, 8)]));
+    assert_eq!(s.rack.rtt, Dur(20 * MS));
+    assert_eq!(s.rack.xmit_time, Time(6 * MS));
+    assert_eq!(s.conn.lost_out, 1);
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(1, true)]);
+    assert_eq!(s.xmit_timer, Some((Time(22 * MS), XmitTimer::Reo)));
+    let mut out = vec![];
+    s.on_xmit_timer(Time(22 * MS), &mut out);
+    assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(2, true)]);
 }
 
 #[test]
@@ -641,4 +668,32 @@ fn without_sack_no_tail_loss_probe_and_rto_marks_everything_lost() {
     assert_eq!(s.conn.sacked_out, 0);
     assert_eq!(s.conn.lost_out, s.conn.packets_out);
     assert_eq!(out.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), vec![(2, true)]);
+}
+
+#[test]
+fn the_ack_that_ends_recovery_looks_for_losses_in_the_open_state() {
+    // tcp_fastretrans_alert runs step D (Recovery ends once snd_una reaches
+    // high_seq) before tcp_identify_packet_loss, so RACK looks at that ACK
+    // in the Open state, where tcp_rack_reo_wnd still allows min_rtt/4 while
+    // fewer than 3 segments are SACKed.
+    let mut s = sender("reno");
+    send_all(&mut s, 0); // 0..9
+    // 1 lost, 2..9 SACKed: Recovery with high_seq 10; the retransmission of
+    // 1 and new segments 10..13 leave at 100 ms.
+    let tx = on_ack(&mut s, 100 * MS, ack(1, &[(2, 10)]));
+    assert_eq!(tx.iter().map(|t| (t.seq, t.retrans)).collect::<Vec<_>>(), [(1, true), (10, false), (11, false), (12, false), (13, false)]);
+    assert_eq!((s.conn.ca_state, s.high_seq), (CaState::Recovery, 10));
+    // 10 is lost; the retransmission of 1 and segment 11 arrive, one ACK
+    // reports both: snd_una reaches high_seq, and 11, sent after 10, is
+    // SACKed one RTT after both left.
+    let tx = on_ack(&mut s, 200 * MS, ack(10, &[(11, 12)]));
+    assert_eq!(s.conn.lost_out, 0, "one SACK in the Open state: wait min_rtt/4");
+    assert!(tx.iter().all(|t| !t.retrans), "no retransmission of 10 yet");
+    assert_eq!(s.conn.ca_state, CaState::Disorder);
+    assert_eq!(s.xmit_timer, Some((Time(225 * MS), XmitTimer::Reo)));
+    // The reordering timer marks it: a new Recovery, and 10 goes again.
+    let mut out = vec![];
+    s.on_xmit_timer(Time(225 * MS), &mut out);
+    assert_eq!(s.conn.ca_state, CaState::Recovery);
+    assert_eq!(out.first().map(|t| (t.seq, t.retrans)), Some((10, true)));
 }

@@ -745,14 +745,17 @@ mod tests {
         // learnt tcp_sack_new_ofo_skb's early flush of a compressed ACK; all
         // four when the sender learnt tcp_update_skb_after_send's unpaced
         // first 10 segments and its lateness credit; all four again when a
-        // retransmission became an skb of its own in its own pacing slot.
+        // retransmission became an skb of its own in its own pacing slot;
+        // cases 0, 2 and 3 when RACK learnt Linux's order (Recovery ends
+        // before losses are looked for; RACK.rtt from the last segment an
+        // ACK delivers).
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0x7ecc_e0c7_d817_9da4,
+                0xfe19_fc50_704a_6851,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
@@ -768,22 +771,24 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0x516a_0bc4_6c6f_507a,
+                0x55af_3421_1192_8af7,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0xb82c_eee1_df72_59f1,
+                0x9a1c_6bce_c026_6590,
             ),
         ];
-        for (i, (path, n, secs, seed, want)) in cases.into_iter().enumerate() {
-            assert_eq!(
-                bbr3_trajectory_digest(path, n, secs, seed),
-                want,
-                "case {i}"
-            );
+        let got: Vec<(u64, u64)> = cases.into_iter().map(|(path, n, secs, seed, want)| (bbr3_trajectory_digest(path, n, secs, seed), want)).collect();
+        if std::env::var_os("CCLAB_PRINT_HASHES").is_some() {
+            for (i, (g, _)) in got.iter().enumerate() {
+                eprintln!("case {i}: 0x{g:016x}");
+            }
+        }
+        for (i, (g, want)) in got.into_iter().enumerate() {
+            assert_eq!(g, want, "case {i}");
         }
     }
 }
