@@ -44,20 +44,27 @@ def test_sack_off_kernel_and_simulator_agree(tmp_path):
     """sack = false on both backends: Linux without SACK (net.ipv4.tcp_sack = 0, its tcp_is_reno
     paths) against the simulator's NewReno recovery, on a shallow buffer where losses come several
     per episode — goodput within the parity tolerance (5 %), the retransmission rate within 30 %
-    or 0.1 point."""
+    or 0.1 point. The kernel's side is the median of three runs: its retransmission rate here
+    spreads from run to run (0.26–0.31 % in four runs, 0.82 % in a fifth; the simulator 0.33 %),
+    and one run is not the kernel's behaviour."""
     import copy
+    import statistics
 
     import cclab
 
     data = {"name": "sack-off", "duration": "20s", "seed": 1, "measure": {"from": "5s"},
             "link": {"rate": "20Mbps", "delay": "0ms", "buffer": "0.5bdp"},
             "flows": [{"cca": "cubic", "rtt": "20ms", "count": 2, "sack": False}]}  # fmt: skip
-    k = cclab.run(copy.deepcopy(data), backend="kernel", out=tmp_path / "k", plot=False)
+    ks = [cclab.run(copy.deepcopy(data), backend="kernel", out=tmp_path / f"k{i}", plot=False) for i in range(3)]
     s = cclab.run(copy.deepcopy(data), out=tmp_path / "s", plot=False)
-    assert k.meta["valid"], k.meta["invalid_reasons"]
-    assert k.meta["kernel"]["sysctls"]["net.ipv4.tcp_sack"] == "0"
-    ka, sa = k.summary["aggregate"], s.summary["aggregate"]
-    print(f"sack = false, 2 CUBIC 20 Mbit/s 20 ms 0.5 BDP: goodput kernel {ka['goodput_bps'] / 1e6:.2f} sim "
-          f"{sa['goodput_bps'] / 1e6:.2f} Mbit/s; retransmitted kernel {ka['retrans_rate']:.3%} sim {sa['retrans_rate']:.3%}")
-    assert abs(sa["goodput_bps"] / ka["goodput_bps"] - 1) <= 0.05
-    assert abs(sa["retrans_rate"] - ka["retrans_rate"]) <= max(0.3 * ka["retrans_rate"], 0.001)
+    for k in ks:
+        assert k.meta["valid"], k.meta["invalid_reasons"]
+        assert k.meta["kernel"]["sysctls"]["net.ipv4.tcp_sack"] == "0"
+    sa = s.summary["aggregate"]
+    k_goodput = statistics.median(k.summary["aggregate"]["goodput_bps"] for k in ks)
+    k_retrans = statistics.median(k.summary["aggregate"]["retrans_rate"] for k in ks)
+    print(f"sack = false, 2 CUBIC 20 Mbit/s 20 ms 0.5 BDP: goodput kernel (median of 3) {k_goodput / 1e6:.2f} sim "
+          f"{sa['goodput_bps'] / 1e6:.2f} Mbit/s; retransmitted kernel {k_retrans:.3%} "
+          f"({', '.join(format(k.summary['aggregate']['retrans_rate'], '.3%') for k in ks)}) sim {sa['retrans_rate']:.3%}")
+    assert abs(sa["goodput_bps"] / k_goodput - 1) <= 0.05
+    assert abs(sa["retrans_rate"] - k_retrans) <= max(0.3 * k_retrans, 0.001)
