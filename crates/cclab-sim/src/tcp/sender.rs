@@ -783,7 +783,9 @@ impl Sender {
         // Linux sorts them before walking the retransmit queue.
         let mut blocks = ack.sacks;
         let blocks = &mut blocks[..ack.sacks().len()];
-        blocks.sort_unstable_by_key(|b| b.0);
+        if blocks.len() > 1 {
+            blocks.sort_unstable_by_key(|b| b.0);
+        }
         for &(s, e) in blocks.iter() {
             if self.sack_cache.contains(&(s, e)) {
                 continue; // ranges only grow until cumulatively ACKed: nothing new here
