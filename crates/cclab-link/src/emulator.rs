@@ -221,28 +221,14 @@ fn tcp_sack_blocks(pkt: &[u8]) -> String {
     let Some(opts) = pkt.get(ihl + 20..ihl + doff.max(20)) else {
         return out;
     };
-    let mut i = 0;
-    while i < opts.len() {
-        match opts[i] {
-            0 => break,
-            1 => i += 1,
-            kind => {
-                let len = opts.get(i + 1).copied().unwrap_or(0) as usize;
-                if len < 2 || i + len > opts.len() {
-                    break;
-                }
-                if kind == 5 {
-                    for b in opts[i + 2..i + len].chunks_exact(8) {
-                        let start = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
-                        let end = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
-                        if !out.is_empty() {
-                            out.push(';');
-                        }
-                        out.push_str(&format!("{start}-{end}"));
-                    }
-                }
-                i += len;
+    for (_, data) in crate::rwnd::tcp_options(opts).filter(|&(kind, _)| kind == 5) {
+        for b in data.chunks_exact(8) {
+            let start = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+            let end = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+            if !out.is_empty() {
+                out.push(';');
             }
+            out.push_str(&format!("{start}-{end}"));
         }
     }
     out

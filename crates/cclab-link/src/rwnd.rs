@@ -76,26 +76,27 @@ impl WindowClamp {
     }
 }
 
-/// The window-scale option (kind 3) in TCP options, if present.
-fn window_scale_option(opts: &[u8]) -> Option<u8> {
+/// The options of a TCP header (`opts`: the bytes after the fixed 20) as
+/// (kind, data) pairs, up to End of Option List or a malformed option.
+pub(crate) fn tcp_options(opts: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
     let mut i = 0;
-    while i < opts.len() {
-        match opts[i] {
+    std::iter::from_fn(move || loop {
+        match *opts.get(i)? {
             0 => return None,
             1 => i += 1,
             kind => {
                 let len = *opts.get(i + 1)? as usize;
-                if len < 2 {
-                    return None;
-                }
-                if kind == 3 && len == 3 {
-                    return opts.get(i + 2).copied();
-                }
+                let data = opts.get(i + 2..i + len).filter(|_| len >= 2)?;
                 i += len;
+                return Some((kind, data));
             }
         }
-    }
-    None
+    })
+}
+
+/// The window-scale option (kind 3) in TCP options, if present.
+fn window_scale_option(opts: &[u8]) -> Option<u8> {
+    tcp_options(opts).find(|&(kind, data)| kind == 3 && data.len() == 1).map(|(_, data)| data[0])
 }
 
 /// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m'), in one's-complement arithmetic.
