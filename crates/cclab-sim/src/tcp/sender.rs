@@ -1134,8 +1134,10 @@ impl Sender {
     /// Linux `tcp_fastretrans_alert`, reduced to what SACK + RACK need, with
     /// the ECN reaction of `tcp_try_to_open` (`ece`: this ACK carried ECE on
     /// an ECN connection).
+    /// Step D (`end_reduction_if_acked`) has run already: `on_ack` calls it
+    /// before RACK, and the reordering timer (`tcp_rack_reo_timeout`) comes
+    /// with no ACK that could end a reduction.
     fn update_ca_state(&mut self, _now: Time, ece: bool) {
-        self.end_reduction_if_acked();
         match self.conn.ca_state {
             // tcp_enter_recovery from CWR keeps the reduction already under way.
             CaState::Open | CaState::Disorder | CaState::Cwr if self.conn.lost_out > 0 => self.enter_recovery(),
