@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -328,7 +329,7 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     cases = [_tiny("pass"), _tiny("fail"), _tiny("invalid"), _tiny("flaky")]
     out = tmp_path / "out"
     logs: list[str] = []
-    outcome = run_parity(cases, out, log=logs.append, lock_path=lock)
+    outcome = run_parity(cases, out, log=logs.append, lock_path=lock, host_jitter=None)  # the stand-in kernel is punctual
     res = {r.case.id: r for r in outcome.results}
     assert res["t/pass"].status == "pass" and all(c.diff == 0 for c in res["t/pass"].checks)
     assert res["t/fail"].status == "fail"
@@ -374,13 +375,13 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
 
     # resume: every record is reused, nothing runs again, same verdicts
     before = dict(fake.calls)
-    again = run_parity(cases, out, lock_path=lock)
+    again = run_parity(cases, out, lock_path=lock, host_jitter=None)
     assert again.ran == 0 and fake.calls == before
     assert [r.status for r in again.results] == [r.status for r in outcome.results]
     # only the passing cases: exit code 0
-    assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock).exit_code == 0
+    assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock, host_jitter=None).exit_code == 0
     # nothing but invalid cases is not a pass
-    assert run_parity([_tiny("invalid")], out, lock_path=lock).exit_code == 1
+    assert run_parity([_tiny("invalid")], out, lock_path=lock, host_jitter=None).exit_code == 1
 
 
 @needs_engine
@@ -393,6 +394,35 @@ def test_runner_new_sim_engine_reruns_only_the_sim(stand_in, tmp_path, monkeypat
     monkeypatch.setattr(prun, "sim_engine_key", lambda: "0.1.0+rebuilt")
     o = prun.run_parity([_tiny("pass")], out, lock_path=lock)
     assert o.ran == 1 and fake.calls["pass"] == 1  # the sim ran again, the kernel record was reused
+
+
+@needs_engine
+def test_runner_gives_host_jitter_to_the_simulator_only(stand_in, tmp_path):
+    """By default the simulator's hosts get SIM_HOST_JITTER and the kernel's scenario never does; the
+    punctual simulator is a different record (its own hash) in the same store, the kernel record is shared."""
+    from cclab.parity.matrix import SIM_HOST_JITTER
+    from cclab.parity.run import run_parity
+    from cclab.record import read_run
+
+    fake, lock = stand_in
+    seen: list[dict] = []
+    real_run = fake.run
+    fake.run = lambda ir: (seen.append(ir), real_run(ir))[1]
+    out = tmp_path / "out"
+    o = run_parity([_tiny("pass")], out, lock_path=lock)
+    assert o.sim_host_jitter == SIM_HOST_JITTER
+    assert len(seen) == 1 and "jitter_ns" not in seen[0].get("host", {})  # the kernel: no jitter
+    sim_ir = json.loads((Path(o.results[0].sim_records[0]) / "resolved.json").read_text())
+    table = sim_ir["host"]["jitter_ns"]
+    assert 2000 <= table[len(table) // 2] <= 2600  # the median, 2.3 µs
+    kernel_ir = json.loads((Path(o.results[0].kernel_records[0]) / "resolved.json").read_text())
+    assert "jitter_ns" not in kernel_ir["host"]
+    p = run_parity([_tiny("pass")], out, lock_path=lock, host_jitter=None)
+    assert p.sim_host_jitter is None and len(seen) == 1  # the kernel record was reused
+    assert p.results[0].kernel_records == o.results[0].kernel_records
+    assert p.results[0].sim_records != o.results[0].sim_records
+    assert all(c.diff == 0 for c in p.results[0].checks)  # punctual sim vs the punctual stand-in: identical
+    assert any(c.diff != 0 for c in o.results[0].checks)  # the jittered simulator is another run
 
 
 # ---------------------------------------------------------------- the lock

@@ -1,6 +1,6 @@
 """``cclab parity``: the simulator-vs-kernel validation matrix (registered into the main CLI by cli.py).
 
-    cclab parity [--quick] [--out DIR] [--case PATTERN ...] [--list]
+    cclab parity [--quick] [--out DIR] [--case PATTERN ...] [--punctual] [--list]
 
 The matrix, its metrics and tolerances: :mod:`cclab.parity`; how to read the
 result: docs/validation.md ("Parity").
@@ -41,6 +41,8 @@ def parity_cmd(
     quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) [default: {DEFAULT_OUT}]."),
     case: Optional[list[str]] = typer.Option(None, "--case", "-c", help="Only cases whose id matches (glob, or a substring; repeatable)."),
+    punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter) instead of "
+                                  "one whose hosts have the kernel hosts' measured timing noise (docs/validation.md)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
 ) -> None:
     """Run the same scenarios on the simulator and on the kernel and compare them within fixed tolerances."""
@@ -57,6 +59,7 @@ def parity_cmd(
             console.print(line, soft_wrap=True, markup=False, highlight=False)
         return
     _preflight(cases, fail)
+    from cclab.parity.matrix import SIM_HOST_JITTER
     from cclab.parity.run import run_parity
 
     out_dir = out or DEFAULT_OUT
@@ -67,10 +70,10 @@ def parity_cmd(
         err_console.print(msg, soft_wrap=True, markup=False, highlight=False)
 
     try:
-        outcome = run_parity(cases, out_dir, log=log)
+        outcome = run_parity(cases, out_dir, log=log, host_jitter=None if punctual else SIM_HOST_JITTER)
     except OSError as exc:
         fail(f"{exc.filename or out_dir}: {exc.strerror or exc}")
-    selection = {"quick": quick, "case": case or [], "cases": [c.id for c in cases]}
+    selection = {"quick": quick, "case": case or [], "punctual": punctual, "cases": [c.id for c in cases]}
     raise typer.Exit(finish(outcome, selection, t0, console))
 
 
@@ -88,6 +91,7 @@ def finish(outcome, selection: dict, t0: float, console) -> int:
         console.width = max(console.width, 180)
     console.print(output.results_table(outcome))
     console.print(output.summary_line(outcome), soft_wrap=True, markup=False, highlight=False)
+    console.print(output.host_text(outcome), soft_wrap=True, markup=False, highlight=False)
     console.print(f"results: {jpath}, {ppath}, {mpath}; time series of the failing cases: {hpath}", soft_wrap=True, markup=False,
                   highlight=False)  # fmt: skip
     console.print(f"wall time: {_fmt_wall(outcome.wall_s)}", markup=False, highlight=False)

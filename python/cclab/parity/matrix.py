@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CASES", "DROPPED", "Case", "all_cases", "estimated_wall_s", "quick_cases"]
+__all__ = ["CASES", "DROPPED", "SIM_HOST_JITTER", "Case", "all_cases", "estimated_wall_s", "quick_cases"]
 
 MEASURE_FROM = "10s"
 #: A shallow buffer is 0.1 BDP, or 100 KB where 0.1 BDP would be larger (high-BDP paths).
@@ -28,6 +28,14 @@ SHALLOW_CAP_BYTES = 100_000
 KERNEL_OVERHEAD_S = 3.0
 #: Seconds per simulated second, rough, for the estimate (cclab bench: 0.1–1 s per 60 s run).
 SIM_S_PER_S = 0.015
+#: The host timing noise the simulator side is given (``[host] jitter``, cclab.jitter): the
+#: kernel backend's receiving host answers data with an ACK in p50 2.3 µs, p99 14 µs (a packet
+#: capture inside its namespace on this project's 2-vCPU machine, Linux 6.18). A punctual
+#: simulator locks the ACK clock and the drop-tail queue into one phase (Floyd & Jacobson,
+#: "On traffic phase effects in packet-switched gateways", 1992); the hosts' own noise, far
+#: below the emulator's, releases it. ``cclab parity --punctual`` compares the punctual
+#: simulator instead. Why, and what it changes: docs/validation.md ("host noise").
+SIM_HOST_JITTER: dict[str, str] = {"median": "2.3us", "p99": "14us"}
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,14 @@ class Case:
 
         s = copy.deepcopy(self.scenario)
         s["seed"] = int(seed)
+        return s
+
+    def sim_scenario_for(self, seed: int, host_jitter: dict[str, str] | None) -> dict[str, Any]:
+        """The simulator's scenario: :meth:`scenario_for` with ``[host] jitter`` = ``host_jitter``
+        (``None``: punctual hosts). A case that sets its own ``[host]`` keeps it."""
+        s = self.scenario_for(seed)
+        if host_jitter is not None and "host" not in s:
+            s["host"] = {"jitter": dict(host_jitter)}
         return s
 
     def describe(self) -> str:

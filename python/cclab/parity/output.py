@@ -15,10 +15,10 @@ import pandas as pd
 
 from cclab.fsutil import atomic_file, atomic_write_text
 from cclab.parity.checks import METRICS, TOLERANCES
-from cclab.parity.matrix import DROPPED, Case, estimated_wall_s
+from cclab.parity.matrix import DROPPED, SIM_HOST_JITTER, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
 
-__all__ = ["list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
+__all__ = ["host_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
            "write_results"]
 
 JSON_FILE, PARQUET_FILE, HTML_FILE, MD_FILE = "parity.json", "parity.parquet", "parity.html", "parity.md"
@@ -85,6 +85,15 @@ def results_table(outcome: ParityOutcome):  # -> rich.table.Table
     return t
 
 
+def host_text(outcome: ParityOutcome) -> str:
+    """Which hosts the simulator side had: the jitter it was given, or punctual."""
+    j = outcome.sim_host_jitter
+    if not j:
+        return "simulator hosts punctual (--punctual)"
+    what = ", ".join(f"{k} {v}" for k, v in j.items())
+    return f"simulator hosts with [host] jitter {what} (the kernel hosts' measured turnaround; --punctual for none)"
+
+
 def summary_line(outcome: ParityOutcome) -> str:
     n = len(outcome.results)
     checks = [c for r in outcome.results for c in r.checks if c.status in ("pass", "fail")]
@@ -141,6 +150,7 @@ def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Pa
         "wall_s": outcome.wall_s,
         "selection": selection,
         "engines": outcome.engines,
+        "sim_host_jitter": outcome.sim_host_jitter,
         "exit_code": outcome.exit_code,
         "counts": {s: outcome.count(s) for s in ("pass", "fail", "invalid", "error")},
         "tolerances": {k: {"rel": t.rel, "abs": t.abs, "unit": _unit_of(k), "text": t.text, "reason": t.reason}
@@ -212,7 +222,8 @@ def write_html(outcome: ParityOutcome, selection: dict[str, Any]) -> Path:
     parts = [
         f"<h1>cclab parity: simulator vs kernel</h1><p class=sub>{_e(summary_line(outcome))}. "
         f"Wall time {outcome.wall_s / 60:.1f} min. Started {_e(outcome.started_at)}; selection {_e(json.dumps(selection))}.</p>",
-        f"<p class=sub>Engines: sim {_e(outcome.engines.get('sim'))}; kernel {_e(outcome.engines.get('kernel'))}. "
+        f"<p class=sub>Engines: sim {_e(outcome.engines.get('sim'))}; kernel {_e(outcome.engines.get('kernel'))}; "
+        f"{_e(host_text(outcome))}. "
         "A check passes when |sim − kernel| ≤ max(rel × |kernel|, abs) (docs/validation.md, “Parity”).</p>",
         f"<h2>Failing cases ({len(failing)})</h2>",
     ]
@@ -286,6 +297,8 @@ def list_footer(cases: list[Case], all_cases: list[Case] | tuple[Case, ...], qui
     else:
         lines.append("left out of the matrix: nothing (the emulator carries every combination; "
                      "500 Mbit/s at MTU 1500 is its measured sustained rate)")  # fmt: skip
+    lines.append("simulator hosts: [host] jitter " + ", ".join(f"{k} {v}" for k, v in SIM_HOST_JITTER.items())
+                 + " (the kernel hosts' measured turnaround; --punctual: none)")
     lines.append("tolerances (|sim − kernel| ≤ max(rel × |kernel|, abs)): "
                  + "; ".join(f"{k} {t.text}" for k, t in TOLERANCES.items()))  # fmt: skip
     return lines
@@ -302,7 +315,7 @@ def markdown(outcome: ParityOutcome) -> str:
         f"{summary_line(outcome)}",
         "",
         f"Started {outcome.started_at or '?'}; simulator {outcome.engines.get('sim', '?')}; "
-        f"{outcome.engines.get('kernel', '?')}.",
+        f"{outcome.engines.get('kernel', '?')}; {host_text(outcome)}.",
         "",
         "| case | result | sim vs kernel (failing checks in bold) |",
         "|---|---|---|",

@@ -32,7 +32,7 @@ from typing import Any
 
 from cclab.parity.checks import Check, evaluate
 from cclab.parity.lock import LOCK_PATH, kernel_lock
-from cclab.parity.matrix import Case
+from cclab.parity.matrix import SIM_HOST_JITTER, Case
 
 __all__ = ["CaseResult", "ParityOutcome", "kernel_engine_key", "run_parity", "sim_engine_key"]
 
@@ -64,6 +64,7 @@ class ParityOutcome:
     ran: int = 0  # runs made by this invocation
     started_at: str = ""
     engines: dict[str, str] = field(default_factory=dict)
+    sim_host_jitter: dict[str, str] | None = None  # the simulator's [host] jitter (None: punctual)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -129,8 +130,13 @@ def run_parity(
     *,
     log: Log | None = None,
     lock_path: str = LOCK_PATH,
+    host_jitter: dict[str, str] | None = SIM_HOST_JITTER,
 ) -> ParityOutcome:
     """Run ``cases`` on the simulator and the kernel into ``out_dir`` and compare them.
+
+    The simulator's hosts get ``host_jitter`` (``[host] jitter``; default
+    :data:`~cclab.parity.matrix.SIM_HOST_JITTER`, the kernel hosts' measured
+    turnaround; ``None``: punctual); the kernel's scenario never has it.
 
     Every simulator run first (seconds each), then the kernel runs case by
     case, each inside :func:`~cclab.parity.lock.kernel_lock` — never two at
@@ -148,7 +154,8 @@ def run_parity(
     store.clean_partials()
     engines = {"sim": sim_engine_key(), "kernel": kernel_engine_key()}
     outcome = ParityOutcome(out_dir=store.root, results=[], engines=engines,
-                            started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))  # fmt: skip
+                            started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+                            sim_host_jitter=dict(host_jitter) if host_jitter else None)  # fmt: skip
 
     # plan: record directories of every (case, seed, backend)
     plan: list[tuple[Case, list[tuple[int, dict[str, Any], Path, Path]]]] = []
@@ -156,15 +163,17 @@ def run_parity(
         seeds = []
         for seed in case.seeds:
             scenario = case.scenario_for(seed)
+            sim_scenario = case.sim_scenario_for(seed, host_jitter)
             _sc, _text, ir = api.prepare(scenario)
-            seeds.append((seed, scenario,
-                          store.run_dir(record_id(case, seed, "sim", ir, engines["sim"])),
+            _sc, _text, sim_ir = api.prepare(sim_scenario)
+            seeds.append((seed, scenario, sim_scenario,
+                          store.run_dir(record_id(case, seed, "sim", sim_ir, engines["sim"])),
                           store.run_dir(record_id(case, seed, "kernel", ir, engines["kernel"]))))  # fmt: skip
         plan.append((case, seeds))
 
     # 1. the simulator, everything at once (cheap)
     sim_errors: dict[str, str] = {}
-    todo = [(case, seed, scenario, sdir) for case, seeds in plan for seed, scenario, sdir, _k in seeds if not is_complete(sdir)]
+    todo = [(case, seed, sim_sc, sdir) for case, seeds in plan for seed, _sc, sim_sc, sdir, _k in seeds if not is_complete(sdir)]
     outcome.reused += sum(len(s) for _c, s in plan) - len(todo)
     if todo:
         log(f"simulator: {len(todo)} run(s)")
@@ -183,7 +192,7 @@ def run_parity(
         if case.id in sim_errors:
             res.status, res.error = "error", sim_errors[case.id]
         kernel_paths: list[Path] = []
-        for seed, scenario, sdir, kdir in seeds:
+        for seed, scenario, _sim_sc, sdir, kdir in seeds:
             res.sim_records.append(str(sdir))
             if res.status == "error":
                 continue
@@ -204,7 +213,7 @@ def run_parity(
             res.status = "invalid"
         if res.status == "pass":
             try:
-                sims = [read_run(s) for _seed, _sc, s, _k in seeds]
+                sims = [read_run(s) for _seed, _sc, _ssc, s, _k in seeds]
                 kernels = [read_run(k) for k in kernel_paths]
                 res.checks = evaluate(case.id, case.metrics, sims, kernels)
                 res.status = "fail" if res.failed_checks else "pass"
