@@ -425,6 +425,33 @@ def test_runner_gives_host_jitter_to_the_simulator_only(stand_in, tmp_path):
     assert any(c.diff != 0 for c in o.results[0].checks)  # the jittered simulator is another run
 
 
+def test_kernel_key_follows_the_emulators_source_hash_not_the_extension_file():
+    """An emulator that reports its source hash is keyed by it alone (a simulator-only rebuild changes the
+    extension module's bytes, not the emulator: the kernel records stay valid); one that does not is keyed by
+    the hash of the file it runs from."""
+    from cclab.parity.run import _kernel_key
+
+    def never() -> str:
+        raise AssertionError("the file is not hashed when the emulator reports its sources")
+
+    assert _kernel_key("6.18", "cclab-link 0.1.0 source 97c5f08842570b12", never) == "kernel 6.18 + cclab-link 0.1.0 source 97c5f08842570b12"
+    assert _kernel_key("6.18", "cclab-link 0.1.0", lambda: "f" * 16) == "kernel 6.18 + cclab-link 0.1.0 " + "f" * 16
+    assert _kernel_key("6.18", "", lambda: "a" * 16) == "kernel 6.18 + cclab-link ? " + "a" * 16
+
+
+def test_installed_emulator_reports_its_source_hash():
+    from cclab.kernel import machine
+    from cclab.parity.run import kernel_engine_key
+
+    command = machine.link_command()
+    if command is None:
+        pytest.skip("no cclab-link emulator in this install")
+    out = subprocess.run([*command, "version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    assert out.startswith("cclab-link ") and " source " in out, out
+    kernel_engine_key.cache_clear()
+    assert kernel_engine_key().endswith(out)
+
+
 # ---------------------------------------------------------------- the lock
 
 

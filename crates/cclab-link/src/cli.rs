@@ -113,7 +113,7 @@ pub fn main(argv: &[String]) -> i32 {
             m.get("listen").map(|s| s.as_str()),
         ),
         "version" => {
-            println!("cclab-link {}", crate::VERSION);
+            println!("cclab-link {} source {}", crate::VERSION, crate::SOURCE_HASH);
             Ok(())
         }
         _ => Err("usage: cclab-link emulate|emulate-topo|send|recv|version [--key value …]".into()),

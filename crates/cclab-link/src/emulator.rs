@@ -517,6 +517,7 @@ pub fn run(args: &EmulatorArgs) -> Result<(), String> {
     let report = serde_json::json!({
         "emulator": "cclab-link",
         "version": crate::VERSION,
+        "source_hash": crate::SOURCE_HASH,
         "settings": {
             "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": data.rt_prio.min(ack.rt_prio), "timer_slack_ns": 1,
             "threads": "one per direction (data: loss, queue, serialization, delay; ACK: delay, rwnd clamp)",

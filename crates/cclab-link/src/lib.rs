@@ -35,3 +35,6 @@ pub mod traffic;
 
 /// Version written into every run's provenance (`meta.json`).
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+/// A hash of the emulator's sources, compiler and profile (build.rs): what
+/// `cclab parity` keys kernel records by.
+pub const SOURCE_HASH: &str = env!("CCLAB_LINK_SOURCE_HASH");

@@ -327,6 +327,7 @@ pub fn run(args: &TopoArgs) -> Result<(), String> {
     let report = serde_json::json!({
         "emulator": "cclab-link",
         "version": crate::VERSION,
+        "source_hash": crate::SOURCE_HASH,
         "settings": {
             "mode": "topology", "hosts": args.hosts.iter().map(|(n, _)| n).collect::<Vec<_>>(), "links": links,
             "dev": args.dev, "spin_ns": args.spin_ns, "sched_fifo_priority": rt, "timer_slack_ns": 1,

@@ -96,7 +96,9 @@ def sim_engine_key() -> str:
 
 @lru_cache(maxsize=1)
 def kernel_engine_key() -> str:
-    """Kernel release + cclab-link version + a hash of the file the emulator runs from (binary or extension module)."""
+    """Kernel release + the emulator's version and source hash (``cclab-link version``: a hash of its own
+    sources, compiler and profile, so a simulator-only rebuild keeps the key); an emulator that reports no
+    source hash is keyed by a hash of the file it runs from (binary or extension module)."""
     from cclab.kernel import machine
 
     command = machine.link_command()
@@ -106,7 +108,13 @@ def kernel_engine_key() -> str:
         version = subprocess.run([*command, "version"], capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         version = "?"
-    return f"kernel {os.uname().release} + {version or 'cclab-link ?'} {_sha256(machine.link_file(command))[:16]}"
+    return _kernel_key(os.uname().release, version, lambda: _sha256(machine.link_file(command))[:16])
+
+
+def _kernel_key(release: str, version: str, file_hash: Callable[[], str]) -> str:
+    if re.fullmatch(r"cclab-link \S+ source [0-9a-f]{16}", version):
+        return f"kernel {release} + {version}"
+    return f"kernel {release} + {version or 'cclab-link ?'} {file_hash()}"
 
 
 def _slug(case_id: str) -> str:
