@@ -34,7 +34,7 @@ SIM_S_PER_S = 0.015
 #: simulator locks the ACK clock and the drop-tail queue into one phase (Floyd & Jacobson,
 #: "On traffic phase effects in packet-switched gateways", 1992); the hosts' own noise, far
 #: below the emulator's, releases it. ``cclab parity --punctual`` compares the punctual
-#: simulator instead. Why, and what it changes: docs/validation.md ("host noise").
+#: simulator instead. Why, and what it changes: docs/validation.md §4, "The simulator's hosts".
 SIM_HOST_JITTER: dict[str, str] = {"median": "2.3us", "p99": "14us"}
 
 
