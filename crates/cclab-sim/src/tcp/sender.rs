@@ -87,6 +87,10 @@ struct Seg {
     flags: u8,
 }
 
+/// `sk_gso_max_size` as TCP uses it (`sk_setup_caps` subtracts `MAX_TCP_HEADER + 1`
+/// from the device's 64 KB `gso_max_size`): the largest GSO skb, in bytes.
+const GSO_MAX_BYTES: u64 = 65536 - 1 - 320;
+
 /// Linux paces from the connection's 10th data segment on
 /// (`tcp_update_skb_after_send`, net/ipv4/tcp_output.c: `data_segs_out >= 10`).
 const UNPACED_FIRST_SEGS: u64 = 10;
@@ -209,6 +213,13 @@ pub struct Sender {
     pub snd_una: u32,
     /// Right edge of the peer's advertised window (segments, `snd_una + snd_wnd`).
     wnd_end: u32,
+    /// `tp->max_window`: the largest window the peer offered (segments,
+    /// clamped by the scenario's rwnd as the emulator clamps it on the wire).
+    max_window: u32,
+    /// End (segment number, exclusive) of the write-queue skb that holds
+    /// `snd_nxt` (`tcp_send_head`): the application's writes fill skbs of
+    /// `size_goal` segments, which `try_send` sends in pieces of `tso_segs`.
+    wq_end: u32,
     /// `tp->rx_opt.ts_recent`: the peer's latest TSval (ms).
     ts_recent: u32,
     ts_head: u32,
@@ -296,6 +307,8 @@ impl Sender {
             app_end: None,
             rwnd_segs: rwnd_bytes.map(|b| (b / mss as u64).max(1) as u32),
             wnd_end: handshake.wnd_end,
+            max_window: rwnd_bytes.map_or(handshake.wnd_end, |b| handshake.wnd_end.min((b / mss as u64).max(1) as u32)),
+            wq_end: 0,
             ts_recent: 0,
             app_start,
             snd_una: 0,
@@ -531,17 +544,21 @@ impl Sender {
                     skb_retrans = true;
                     skb_left = self.tso_segs().min(self.conn.cwnd - self.in_flight());
                 } else if self.snd_nxt < self.app_limit() && self.snd_nxt < wnd {
-                    // tcp_write_xmit, one skb: the write queue holds skbs of
-                    // `tso_segs` segments (tcp_xmit_size_goal); a partial one
-                    // may be held back (tcp_tso_should_defer), else it leaves
-                    // cut to what cwnd allows (tcp_cwnd_test, tcp_mss_split_point).
+                    // tcp_write_xmit, one skb: the head of the write queue
+                    // (an skb of `size_goal` segments, or what is left of
+                    // one) may be held back (tcp_tso_should_defer, when it
+                    // has more than one segment), else it leaves cut to
+                    // what cwnd and the TSO size allow (tcp_cwnd_test,
+                    // tcp_mss_split_point, tso_fragment: the rest stays
+                    // at the head, an skb of its own).
+                    let (skb_len, is_tail) = self.write_queue_head();
                     let max_segs = self.tso_segs();
-                    if max_segs > 1 && self.tso_should_defer(now, max_segs, wnd) {
+                    if skb_len > 1 && self.tso_should_defer(now, max_segs, skb_len, is_tail, wnd) {
                         break;
                     }
                     let cwnd_room = self.conn.cwnd - self.in_flight();
                     skb_retrans = false;
-                    skb_left = max_segs.min(cwnd_room).min((self.conn.cwnd / 2).max(1)).max(1);
+                    skb_left = skb_len.min(max_segs).min(cwnd_room).min((self.conn.cwnd / 2).max(1)).max(1);
                 } else {
                     if self.snd_nxt >= self.app_limit() {
                         // Nothing to send: the application limits us.
@@ -591,9 +608,41 @@ impl Sender {
     pub fn tso_segs(&self) -> u32 {
         let rate = self.sk_pacing_rate_bps();
         let bytes = (rate / 8) >> 10;
-        let max_bytes = 65536 - 1 - 320; // sk_gso_max_size − 1 − MAX_TCP_HEADER
         let min_segs = if self.conn.pacing_rate.is_some() && rate < 1_200_000 { 1 } else { 2 };
-        ((bytes.min(max_bytes) / self.mss as u64) as u32).max(min_segs)
+        ((bytes.min(GSO_MAX_BYTES) / self.mss as u64) as u32).max(min_segs)
+    }
+
+    /// Linux `tcp_xmit_size_goal`: the size of the skbs the application's
+    /// writes fill (`tcp_sendmsg_locked`) — a whole GSO skb (64 KB, 45
+    /// segments of 1448 B), bounded to half the largest window the peer has
+    /// offered (`tcp_bound_to_half_wnd`: 22 segments behind the SYN-ACK's
+    /// 65 160 B, until receive-buffer autotuning opens the window), in whole
+    /// segments, at least one. `tcp_tso_autosize` cuts these skbs into the
+    /// pieces that leave (`tso_segs`). The window here counts whole
+    /// segments, so half of it is rounded down to a segment.
+    pub fn size_goal(&self) -> u32 {
+        let max_window = self.max_window as u64 * self.mss as u64;
+        let cutoff = if max_window > 536 { max_window >> 1 } else { max_window };
+        let bytes = if cutoff > 0 && GSO_MAX_BYTES > cutoff { cutoff.max(68 - self.header as u64) } else { GSO_MAX_BYTES };
+        ((bytes / self.mss as u64) as u32).max(1)
+    }
+
+    /// The write-queue skb at the send head (`tcp_send_head`): how many of
+    /// its segments are unsent, and whether it is the queue's tail — the
+    /// skb the application still writes into (only when it has written
+    /// nothing beyond it: a bulk application keeps unsent data queued ahead
+    /// of the sender; the kernel backend's keeps 256 KiB or more,
+    /// TCP_NOTSENT_LOWAT). A new skb of `size_goal` segments starts where
+    /// the last one ended. (Linux sizes an skb when the application writes
+    /// it, that much ahead of the sender; here when the sender reaches it —
+    /// the two differ only while the peer's window still grows.)
+    fn write_queue_head(&mut self) -> (u32, bool) {
+        let app_limit = self.app_limit();
+        if self.snd_nxt >= self.wq_end {
+            self.wq_end = self.snd_nxt.saturating_add(self.size_goal());
+        }
+        let end = self.wq_end.min(app_limit);
+        (end - self.snd_nxt, end >= app_limit)
     }
 
     /// `sk_pacing_rate` (bit/s): the algorithm's own (BBR) or, for one that
@@ -622,11 +671,14 @@ impl Sender {
         }
     }
 
-    /// Linux `tcp_tso_should_defer`: hold back a GSO skb that cwnd or the
-    /// receive window would cut short, when more room is expected within
-    /// ~1 ms (the oldest outstanding segment's ACK is due) — so TSO bursts
-    /// stay whole and `in_flight` runs up to `tso_segs − 1` below cwnd.
-    fn tso_should_defer(&mut self, now: Time, max_segs: u32, wnd: u32) -> bool {
+    /// Linux `tcp_tso_should_defer`: hold back the head skb (`skb_len`
+    /// unsent segments) when cwnd or the receive window would cut it short,
+    /// and more room is expected within ~1 ms (the oldest outstanding
+    /// segment's ACK is due) — so TSO bursts stay whole and `in_flight` runs
+    /// up to `tso_segs − 1` below cwnd. What the TSO size left of a
+    /// write-queue skb is sent as soon as it fits ("Middle in queue won't
+    /// get any more data, full sendable already?").
+    fn tso_should_defer(&mut self, now: Time, max_segs: u32, skb_len: u32, is_tail: bool, wnd: u32) -> bool {
         let c = &self.conn;
         if matches!(c.ca_state, CaState::Recovery | CaState::Loss) {
             return false;
@@ -643,6 +695,9 @@ impl Sender {
         if limit >= max_segs {
             return false;
         }
+        if !is_tail && limit >= skb_len {
+            return false;
+        }
         // tcp_tso_win_divisor = 3: a third of the window is worth sending now.
         let chunk = (wnd - self.snd_una).min(c.cwnd) as u64 * self.mss as u64 / 3;
         if limit as u64 * self.mss as u64 >= chunk {
@@ -657,7 +712,10 @@ impl Sender {
         if expected_ack > now + threshold {
             return false;
         }
-        if cong_win < send_win {
+        // Deferred: limited by cwnd if cwnd is the smaller window and does
+        // not hold the skb. (Linux sends an skb with the FIN at once; the
+        // application here, as the kernel backend's sender, never closes.)
+        if cong_win < send_win && cong_win <= skb_len {
             self.note_cwnd_limited();
         }
         true
@@ -777,6 +835,9 @@ impl Sender {
         // tcp_ack_update_window / tcp_store_ts_recent (ACKs arrive in order here).
         let prior_wnd_end = self.wnd_end;
         self.wnd_end = ack.wnd_end;
+        // tcp_ack_update_window: `if (nwin > tp->max_window) tp->max_window = nwin`.
+        let nwin = ack.wnd_end.saturating_sub(ack.cum);
+        self.max_window = self.max_window.max(self.rwnd_segs.map_or(nwin, |w| nwin.min(w)));
         self.ts_recent = ack.tsval_ms;
 
         // 1. SACK blocks (tcp_sacktag_write_queue), in sequence order as
@@ -1362,6 +1423,7 @@ impl Sender {
                     self.begin_paced_skb(now);
                 }
                 if self.snd_nxt < self.app_limit() && self.snd_nxt < self.wnd_limit() {
+                    self.write_queue_head(); // the probe is the first segment of the head skb
                     let seq = self.snd_nxt;
                     out.push(self.transmit(now, seq, false));
                     self.end_skb(seq); // one segment (tcp_write_xmit's push_one)

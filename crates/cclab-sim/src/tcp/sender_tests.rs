@@ -462,6 +462,58 @@ fn unpaced_flow_sizes_tso_from_its_internal_pacing_rate_and_defers_partial_skbs(
     assert_eq!(s.conn.cwnd - s.in_flight(), 2);
 }
 
+#[test]
+fn the_rest_of_a_write_queue_skb_leaves_as_soon_as_it_fits() {
+    // The application's writes fill skbs of tcp_xmit_size_goal (64 KB: 45
+    // segments); tcp_write_xmit sends them in pieces of tcp_tso_autosize's
+    // size (tso_fragment), and what a skb has left is sent as soon as the
+    // window holds it — tcp_tso_should_defer: "Middle in queue won't get any
+    // more data, full sendable already?" — instead of waiting for room for
+    // a whole piece.
+    let mut s = sender("cubic");
+    s.rtt.on_sample(Dur(10 * MS));
+    s.conn.srtt = Dur(10 * MS);
+    s.conn.cwnd = 42;
+    s.conn.ssthresh = 40;
+    assert_eq!(s.size_goal(), 45);
+    // 1.2 · 42 · 1448 B / 10 ms = 7.3 MB/s → 7.1 KB per ms → 4 segments.
+    assert_eq!(s.tso_segs(), 4);
+    assert_eq!(send_all(&mut s, 0).len(), 42, "segments 0–41 of the first 45-segment skb");
+    // The first ACK, 10 ms after the last send (no deferral then): room for one.
+    assert_eq!(on_ack(&mut s, 10 * MS, ack(1, &[])).iter().map(|t| t.seq).collect::<Vec<_>>(), vec![42]);
+    // 0.2 ms later room for 2, fewer than a piece (4), with segment 1's ACK
+    // due: a fresh skb would be held back, but the 2 segments the first skb
+    // has left leave at once.
+    let tx = on_ack(&mut s, 10 * MS + 200_000, ack(3, &[]));
+    assert_eq!(s.tso_segs(), 4);
+    assert_eq!(tx.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![43, 44]);
+    // The next skb (segments 45–89) is whole again: room for 2 of a 4-segment piece waits.
+    let tx = on_ack(&mut s, 10 * MS + 400_000, ack(5, &[]));
+    assert!(tx.is_empty(), "{tx:?}");
+    assert!(s.conn.is_cwnd_limited, "deferring for cwnd counts as cwnd-limited");
+}
+
+#[test]
+fn write_queue_skbs_are_half_the_peers_largest_window_until_it_opens() {
+    // tcp_xmit_size_goal → tcp_bound_to_half_wnd: behind the SYN-ACK's
+    // window (65 160 B = 45 segments) the skbs are half of it, 22 segments;
+    // once the peer has offered 90 segments or more, a whole 64 KB GSO skb.
+    let hs = Handshake { rtt: Some(Dur(10 * MS)), wnd_end: 45 };
+    let mut s = Sender::new(Time(0), Cc::new("cubic", &BTreeMap::new(), 1).unwrap(), 1448, 52, None, Time(0), None, None, hs);
+    assert_eq!(s.size_goal(), 22);
+    send_all(&mut s, 0);
+    on_ack(&mut s, 10 * MS, Ack { cum: 2, wnd_end: 2 + 60, ..Default::default() });
+    assert_eq!(s.size_goal(), 30);
+    on_ack(&mut s, 10 * MS + 100_000, Ack { cum: 4, wnd_end: 4 + 200, ..Default::default() });
+    assert_eq!(s.size_goal(), 45);
+    // A scenario rwnd clamps the window the sender sees (the emulator rewrites it).
+    let mut s = Sender::new(Time(0), Cc::new("cubic", &BTreeMap::new(), 1).unwrap(), 1448, 52, None, Time(0), None, Some(20 * 1448), hs);
+    assert_eq!(s.size_goal(), 10);
+    send_all(&mut s, 0);
+    on_ack(&mut s, 10 * MS, Ack { cum: 2, wnd_end: 2 + 200, ..Default::default() });
+    assert_eq!(s.size_goal(), 10);
+}
+
 fn ece(cum: u32) -> Ack {
     Ack { ece: true, ..ack(cum, &[]) }
 }

@@ -748,21 +748,22 @@ mod tests {
         // retransmission became an skb of its own in its own pacing slot;
         // cases 0, 2 and 3 when RACK learnt Linux's order (Recovery ends
         // before losses are looked for; RACK.rtt from the last segment an
-        // ACK delivers).
+        // ACK delivers); all four when new data left as pieces of 64 KB
+        // write-queue skbs (tcp_xmit_size_goal, tcp_tso_should_defer).
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0xfe19_fc50_704a_6851,
+                0xccd5_a9b5_55d6_1394,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
                 1,
                 30.0,
                 21,
-                0x2df4_4078_ab91_22d5,
+                0x6bac_1426_1866_08b9,
             ),
             (
                 Path::new(40_000_000, 25)
@@ -771,14 +772,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0x55af_3421_1192_8af7,
+                0xbc86_4194_2fb0_2db3,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0x9a1c_6bce_c026_6590,
+                0x7705_46d4_cfff_1950,
             ),
         ];
         let got: Vec<(u64, u64)> = cases.into_iter().map(|(path, n, secs, seed, want)| (bbr3_trajectory_digest(path, n, secs, seed), want)).collect();
