@@ -174,6 +174,12 @@ def test_evaluate_means_over_seeds_and_state_rows_missing_on_one_side_count_zero
     cs = _by_metric(evaluate("t", ("goodput",), [sim, sim], [kern, _run(raw2, ir, "kernel")]))
     assert cs["goodput"].kernel == pytest.approx((3.25 + 6.5) / 2)
     assert cs["goodput"].sim == pytest.approx(3.25)
+    # the simulator may run more seeds than the kernel (Case.sim_seeds): each side is its own mean
+    cs = _by_metric(evaluate("t", ("goodput",), [sim, sim, _run(raw2, ir)], [kern]))
+    assert cs["goodput"].sim == pytest.approx((3.25 + 3.25 + 6.5) / 3)
+    assert cs["goodput"].kernel == pytest.approx(3.25)
+    with pytest.raises(ValueError, match="at least one sim and one kernel run"):
+        evaluate("t", ("goodput",), [sim], [])
 
 
 def test_unknown_metric_spec():
@@ -201,6 +207,11 @@ def test_matrix_contents():
     assert len(loss) == 16
     assert loss["loss/bbr-15pct"].seeds == (1, 2, 3) and loss["loss/bbr-20pct"].seeds == (1, 2, 3)
     assert loss["loss/cubic-15pct"].seeds == (1,) and loss["loss/bbr-0.1pct"].scenario["link"]["loss"] == 0.001
+    # a case that depends on its seed: the simulator's cheap runs average 20 seeds, the kernel's own among them;
+    # a single-seed case runs the same seed on both
+    assert loss["loss/bbr-15pct"].sim_seeds == tuple(range(1, matrix.SIM_SEEDS + 1)) == tuple(range(1, 21))
+    assert loss["loss/cubic-15pct"].sim_seeds == (1,)
+    assert all(set(c.seeds) <= set(c.sim_seeds) for c in CASES)
     assert {"step/bbr-up-10to20M", "step/bbr-down-20to10M", "step/cubic-up-10to20M", "step/cubic-down-20to10M"} <= ids
     assert "startup_exit[flow0]" in next(c for c in CASES if c.id == "startup/bbr-100M-100ms-2bdp").metrics
     assert {"mix/bbr-vs-cubic-0.5bdp", "mix/bbr-vs-cubic-2bdp", "mix/bbr-vs-cubic-8bdp", "rtt/2bbr-10ms-vs-50ms",

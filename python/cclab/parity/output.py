@@ -111,7 +111,8 @@ def results_frame(outcome: ParityOutcome) -> pd.DataFrame:
     """One row per check; invalid and error cases one row each (metric empty)."""
     rows: list[dict[str, Any]] = []
     for r in outcome.results:
-        base = {"case": r.case.id, "family": r.case.family, "case_status": r.status, "seeds": len(r.case.seeds)}
+        base = {"case": r.case.id, "family": r.case.family, "case_status": r.status, "seeds": len(r.case.seeds),
+                "sim_seeds": len(r.case.sim_seeds)}
         if not r.checks:
             rows.append({**base, "metric": None, "kind": None, "unit": None, "sim": math.nan, "kernel": math.nan,
                          "diff": math.nan, "rel_diff": math.nan, "allowed": math.nan, "tolerance": None,
@@ -132,6 +133,7 @@ def _case_dict(r: CaseResult) -> dict[str, Any]:
         "scenario": r.case.scenario,
         "description": r.case.describe(),
         "seeds": list(r.case.seeds),
+        "sim_seeds": list(r.case.sim_seeds),
         "metrics": list(r.case.metrics),
         "invalid_reasons": r.invalid_reasons,
         "error": r.error,
@@ -286,8 +288,8 @@ def list_lines(cases: list[Case]) -> list[str]:
 
 def list_footer(cases: list[Case], all_cases: list[Case] | tuple[Case, ...], quick: list[Case]) -> list[str]:
     lines = []
-    runs = sum(len(c.seeds) for c in cases)
-    lines.append(f"{len(cases)} case(s), {runs} run(s) per backend; estimated wall time from scratch "
+    runs, sim_runs = sum(len(c.seeds) for c in cases), sum(len(c.sim_seeds) for c in cases)
+    lines.append(f"{len(cases)} case(s), {runs} kernel run(s) and {sim_runs} simulator run(s); estimated wall time from scratch "
                  f"{estimated_wall_s(cases) / 60:.0f} min (kernel runs one at a time)")  # fmt: skip
     lines.append(f"full matrix: {len(all_cases)} cases, ~{estimated_wall_s(all_cases) / 60:.0f} min; "
                  f"--quick: {len(quick)} cases, ~{estimated_wall_s(quick) / 60:.0f} min")  # fmt: skip

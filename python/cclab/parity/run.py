@@ -165,24 +165,25 @@ def run_parity(
                             started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                             sim_host_jitter=dict(host_jitter) if host_jitter else None)  # fmt: skip
 
-    # plan: record directories of every (case, seed, backend)
-    plan: list[tuple[Case, list[tuple[int, dict[str, Any], Path, Path]]]] = []
+    # plan: record directories of every (case, seed, backend); the simulator's seeds are the
+    # case's own or, for a case with several, more of them (Case.sim_seeds)
+    plan: list[tuple[Case, list[tuple[int, dict[str, Any], Path]], list[tuple[int, dict[str, Any], Path]]]] = []
     for case in cases:
-        seeds = []
+        sim_seeds, kernel_seeds = [], []
+        for seed in case.sim_seeds:
+            sim_scenario = case.sim_scenario_for(seed, host_jitter)
+            _sc, _text, sim_ir = api.prepare(sim_scenario)
+            sim_seeds.append((seed, sim_scenario, store.run_dir(record_id(case, seed, "sim", sim_ir, engines["sim"]))))
         for seed in case.seeds:
             scenario = case.scenario_for(seed)
-            sim_scenario = case.sim_scenario_for(seed, host_jitter)
             _sc, _text, ir = api.prepare(scenario)
-            _sc, _text, sim_ir = api.prepare(sim_scenario)
-            seeds.append((seed, scenario, sim_scenario,
-                          store.run_dir(record_id(case, seed, "sim", sim_ir, engines["sim"])),
-                          store.run_dir(record_id(case, seed, "kernel", ir, engines["kernel"]))))  # fmt: skip
-        plan.append((case, seeds))
+            kernel_seeds.append((seed, scenario, store.run_dir(record_id(case, seed, "kernel", ir, engines["kernel"]))))
+        plan.append((case, sim_seeds, kernel_seeds))
 
     # 1. the simulator, everything at once (cheap)
     sim_errors: dict[str, str] = {}
-    todo = [(case, seed, sim_sc, sdir) for case, seeds in plan for seed, _sc, sim_sc, sdir, _k in seeds if not is_complete(sdir)]
-    outcome.reused += sum(len(s) for _c, s in plan) - len(todo)
+    todo = [(case, seed, sim_sc, sdir) for case, sims, _k in plan for seed, sim_sc, sdir in sims if not is_complete(sdir)]
+    outcome.reused += sum(len(s) for _c, s, _k in plan) - len(todo)
     if todo:
         log(f"simulator: {len(todo)} run(s)")
     for case, seed, scenario, sdir in todo:
@@ -195,13 +196,13 @@ def run_parity(
 
     # 2. the kernel, one run at a time, case by case
     n = len(plan)
-    for i, (case, seeds) in enumerate(plan, 1):
+    for i, (case, sim_seeds, kernel_seeds) in enumerate(plan, 1):
         res = CaseResult(case=case, status="pass")
         if case.id in sim_errors:
             res.status, res.error = "error", sim_errors[case.id]
+        res.sim_records = [str(sdir) for _seed, _sc, sdir in sim_seeds]
         kernel_paths: list[Path] = []
-        for seed, scenario, _sim_sc, sdir, kdir in seeds:
-            res.sim_records.append(str(sdir))
+        for seed, scenario, kdir in kernel_seeds:
             if res.status == "error":
                 continue
             try:
@@ -221,7 +222,7 @@ def run_parity(
             res.status = "invalid"
         if res.status == "pass":
             try:
-                sims = [read_run(s) for _seed, _sc, _ssc, s, _k in seeds]
+                sims = [read_run(s) for _seed, _sc, s in sim_seeds]
                 kernels = [read_run(k) for k in kernel_paths]
                 res.checks = evaluate(case.id, case.metrics, sims, kernels)
                 res.status = "fail" if res.failed_checks else "pass"
