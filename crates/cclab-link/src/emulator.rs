@@ -374,18 +374,21 @@ fn direction_loop(
         }
         let now = sys::mono_ns();
         if deadline <= now + args_spin_ns {
-            continue;
+            continue; // busy-poll the last `spin_ns` before a deadline
         }
-        // at most 50 ms, so a stop request seen by the other thread is seen here too
-        let timeout = deadline.saturating_sub(now).min(50_000_000);
+        // Sleep until `spin_ns` before the deadline (a timer wake-up comes
+        // late by the machine's wake-up latency; the rest is busy-polled), at
+        // most 50 ms, so a stop request seen by the other thread is seen here too.
+        let wake_at = deadline - args_spin_ns;
+        let timeout = (wake_at - now).min(50_000_000);
         wakeups += 1;
         let ready =
             sys::ppoll(&mut fds, Some(timeout), &mask).map_err(|e| format!("ppoll: {e}"))?;
-        if ready == 0 && timeout == deadline - now {
-            // woken by the deadline itself: any delay is the scheduler's
+        if ready == 0 && timeout == wake_at - now {
+            // woken by the timer itself: any delay is the scheduler's
             // (CPU contention), not work of ours — the self-check's measure of
             // CPU saturation (docs/kernel.md)
-            wakeup.record(sys::mono_ns().saturating_sub(deadline));
+            wakeup.record(sys::mono_ns().saturating_sub(wake_at));
         }
     }
     if let Some(mut s) = sampling {

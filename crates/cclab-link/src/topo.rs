@@ -295,14 +295,16 @@ pub fn run(args: &TopoArgs) -> Result<(), String> {
         }
         let now = sys::mono_ns();
         if deadline <= now + args.spin_ns {
-            continue;
+            continue; // busy-poll the last `spin_ns` before a deadline
         }
-        let timeout = deadline.saturating_sub(now).min(50_000_000);
+        // sleep until `spin_ns` before the deadline (emulator.rs `direction_loop`)
+        let wake_at = deadline - args.spin_ns;
+        let timeout = (wake_at - now).min(50_000_000);
         wakeups += 1;
         let ready =
             sys::ppoll(&mut pollfds, Some(timeout), &mask).map_err(|e| format!("ppoll: {e}"))?;
-        if ready == 0 && timeout == deadline - now {
-            wakeup.record(sys::mono_ns().saturating_sub(deadline));
+        if ready == 0 && timeout == wake_at - now {
+            wakeup.record(sys::mono_ns().saturating_sub(wake_at));
         }
     }
     link_csv.flush().ok();

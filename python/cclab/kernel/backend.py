@@ -71,7 +71,7 @@ SETUP_MARGIN_NS = 300_000_000
 MIN_SAMPLE_INTERVAL_NS = 1_000_000
 #: The emulator runs SCHED_FIFO at this priority (0 = normal class); see docs/kernel.md.
 EMULATOR_RT_PRIO = int(os.environ.get("CCLAB_LINK_RT_PRIO", "10"))
-#: Deadlines closer than this are busy-polled instead of slept for.
+#: The emulator wakes this long before each deadline and busy-polls the rest (0: sleeps until it; docs/kernel.md).
 EMULATOR_SPIN_NS = int(os.environ.get("CCLAB_LINK_SPIN_NS", "0"))
 
 
