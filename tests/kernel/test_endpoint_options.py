@@ -5,7 +5,7 @@ do refused before any namespace exists."""
 from __future__ import annotations
 
 import pytest
-from kernel_helpers import cclab_namespaces, scenario_ir
+from kernel_helpers import cclab_namespaces, scenario_ir, valid_kernel_run
 
 from cclab.errors import ScenarioError
 from cclab.kernel import backend
@@ -55,7 +55,7 @@ def test_sack_off_kernel_and_simulator_agree(tmp_path):
     data = {"name": "sack-off", "duration": "20s", "seed": 1, "measure": {"from": "5s"},
             "link": {"rate": "20Mbps", "delay": "0ms", "buffer": "0.5bdp"},
             "flows": [{"cca": "cubic", "rtt": "20ms", "count": 2, "sack": False}]}  # fmt: skip
-    ks = [cclab.run(copy.deepcopy(data), backend="kernel", out=tmp_path / f"k{i}", plot=False) for i in range(3)]
+    ks = [valid_kernel_run(data, tmp_path / f"k{i}") for i in range(3)]
     s = cclab.run(copy.deepcopy(data), out=tmp_path / "s", plot=False)
     for k in ks:
         assert k.meta["valid"], k.meta["invalid_reasons"]

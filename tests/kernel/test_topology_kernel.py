@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from kernel_helpers import cclab_namespaces
+from kernel_helpers import cclab_namespaces, valid_kernel_run
 
 from cclab.errors import ScenarioError
 from cclab.kernel import backend
@@ -44,8 +44,8 @@ def _mean_goodputs(data: dict[str, Any], tmp_path, backend: str, seeds: range) -
 
     aggs, flows = [], []
     for seed in seeds:
-        run = cclab.run({**copy.deepcopy(data), "seed": seed}, backend=backend,
-                        out=tmp_path / f"{backend}-{seed}", plot=False)  # fmt: skip
+        scenario, out = {**copy.deepcopy(data), "seed": seed}, tmp_path / f"{backend}-{seed}"
+        run = valid_kernel_run(scenario, out) if backend == "kernel" else cclab.run(scenario, out=out, plot=False)
         assert run.meta["valid"], run.meta["invalid_reasons"]
         aggs.append(run.summary["aggregate"]["goodput_bps"])
         flows.append([f["goodput_bps"] for f in run.summary["per_flow"]])
@@ -83,8 +83,6 @@ def test_reverse_traffic_lowers_forward_goodput_on_the_kernel_too(tmp_path) -> N
 
 
 def test_a_two_link_parking_lot_runs_with_a_namespace_per_host(tmp_path) -> None:
-    import cclab
-
     data = {
         "name": "parking-kernel", "duration": "25s", "sample_interval": "100ms", "measure": {"from": "5s"},
         "links": {
@@ -94,7 +92,7 @@ def test_a_two_link_parking_lot_runs_with_a_namespace_per_host(tmp_path) -> None
         "flows": [{"cca": "reno", "path": ["l1", "l2"], "rtt": "40ms"}, {"cca": "reno", "path": ["l1"], "rtt": "40ms"},
                   {"cca": "reno", "path": ["l2"], "rtt": "40ms"}],
     }  # fmt: skip
-    run = cclab.run(data, backend="kernel", out=tmp_path / "k", plot=False)
+    run = valid_kernel_run(data, tmp_path / "k")
     s = run.summary
     assert run.meta["valid"], run.meta["invalid_reasons"]
     assert len(run.meta["kernel"]["namespaces"]) == 3  # hosts a, b, c

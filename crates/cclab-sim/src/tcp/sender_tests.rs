@@ -433,6 +433,17 @@ fn rwnd_limits_outstanding_segments() {
     assert_eq!(on_ack(&mut s, 10 * MS, ack(2, &[])).len(), 2);
 }
 
+/// An unpaced CUBIC sender in congestion avoidance (ssthresh 40) with `cwnd`
+/// and an SRTT of 10 ms: its TSO size follows from its internal pacing rate.
+fn cubic_in_congestion_avoidance(cwnd: u32) -> Sender {
+    let mut s = sender("cubic");
+    s.rtt.on_sample(Dur(10 * MS));
+    s.conn.srtt = Dur(10 * MS);
+    s.conn.cwnd = cwnd;
+    s.conn.ssthresh = 40;
+    s
+}
+
 #[test]
 fn unpaced_flow_sizes_tso_from_its_internal_pacing_rate_and_defers_partial_skbs() {
     // tcp_update_pacing_rate gives an unpaced flow sk_pacing_rate =
@@ -440,11 +451,7 @@ fn unpaced_flow_sizes_tso_from_its_internal_pacing_rate_and_defers_partial_skbs(
     // sizes its GSO skbs from it (~1 ms of data). tcp_tso_should_defer holds
     // back an skb that cwnd would cut short when the last send was within
     // 1 ms and the oldest segment's ACK is due within min(srtt/2, 1 ms).
-    let mut s = sender("cubic");
-    s.rtt.on_sample(Dur(10 * MS));
-    s.conn.srtt = Dur(10 * MS);
-    s.conn.cwnd = 60;
-    s.conn.ssthresh = 40;
+    let mut s = cubic_in_congestion_avoidance(60);
     // 1.2 · 60 · 1448 B / 10 ms = 10.4 MB/s → 10.2 KB per ms → 7 segments.
     assert_eq!(s.tso_segs(), 7);
     assert_eq!(send_all(&mut s, 0).len(), 60, "a fresh window goes out whole");
@@ -470,11 +477,7 @@ fn the_rest_of_a_write_queue_skb_leaves_as_soon_as_it_fits() {
     // window holds it — tcp_tso_should_defer: "Middle in queue won't get any
     // more data, full sendable already?" — instead of waiting for room for
     // a whole piece.
-    let mut s = sender("cubic");
-    s.rtt.on_sample(Dur(10 * MS));
-    s.conn.srtt = Dur(10 * MS);
-    s.conn.cwnd = 42;
-    s.conn.ssthresh = 40;
+    let mut s = cubic_in_congestion_avoidance(42);
     assert_eq!(s.size_goal(), 45);
     // 1.2 · 42 · 1448 B / 10 ms = 7.3 MB/s → 7.1 KB per ms → 4 segments.
     assert_eq!(s.tso_segs(), 4);
