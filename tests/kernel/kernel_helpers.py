@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -66,18 +67,60 @@ def cclab_link_processes_of(prefix: str) -> list[int]:
     return mine
 
 
+#: Attempts a test gives a kernel run before it gives up on the machine (see valid_kernel_run).
+KERNEL_ATTEMPTS = 3
+#: Steal time (the VM's host running something else on its vCPUs: kernel.steal in meta.json), as a
+#: fraction of the run's CPU time, above which an invalid run is put down to the host. Measured on a
+#: 2-vCPU VM (BBR, 100 Mbit/s, 30 s runs): valid runs had 0.3-0.6 %, runs the self-check rejected
+#: 1.6-7.4 %.
+HOST_STEAL_FRACTION = 0.01
+
+
+def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mapping[str, Any]]) -> Any:
+    """Run ``run_once(attempt)`` until its self-check passes, at most KERNEL_ATTEMPTS times.
+
+    The first rerun is parity's policy (docs/validation.md §4 "Validity"), whatever the reason. On
+    a shared VM the host can take the vCPUs away for milliseconds in bursts that last minutes, and
+    a test of what a valid run shows must not fail on such draws: a further attempt is made only
+    when the rerun, too, was invalid with the host's steal time above HOST_STEAL_FRACTION, and when
+    every attempt was invalid with such steal the machine cannot judge the test: it is skipped with
+    the figures. Otherwise the last (invalid) run is returned — the emulator late by itself, a TUN
+    drop, a capacity shortfall — and the caller's validity assertion fails on it."""
+    attempts = []
+    result = None
+    for attempt in range(KERNEL_ATTEMPTS):
+        result = run_once(attempt)
+        meta = meta_of(result)
+        if meta["valid"]:
+            return result
+        steal = float((meta.get("kernel", {}).get("steal") or {}).get("steal_fraction") or 0.0)
+        attempts.append((steal, "; ".join(meta["invalid_reasons"])))
+        print(f"kernel run invalid ({attempts[-1][1]}; steal {steal * 100:.2f} %)")
+        if attempt >= 1 and steal < HOST_STEAL_FRACTION:
+            return result
+    if all(steal >= HOST_STEAL_FRACTION for steal, _ in attempts):
+        pytest.skip(f"the VM's host stalled the emulator in all {KERNEL_ATTEMPTS} runs (steal "
+                    + ", ".join(f"{s * 100:.1f} %" for s, _ in attempts) + f" of the CPU time): {attempts[-1][1]}")
+    return result
+
+
+def valid_raw_run(ir: Mapping[str, Any]) -> dict[str, Any]:
+    """``cclab.kernel.backend.run(ir)`` until valid (:func:`_until_valid`); the caller asserts validity."""
+    from cclab.kernel import backend
+
+    return _until_valid(lambda _attempt: backend.run(ir), lambda raw: raw["meta"])
+
+
 def valid_kernel_run(scenario: Any, out: Path) -> Any:
-    """``cclab.run(scenario, backend="kernel")`` into ``out``, run once more (into ``out``-retry) if its
-    self-check marked it invalid — the policy of ``cclab parity`` (docs/validation.md §4 "Validity"):
-    on a shared VM the host can stall the emulator for milliseconds in any run (docs/kernel.md), and
-    a test of what a valid run shows must not fail on one such draw. The last run is returned; the
-    caller asserts that it is valid."""
+    """``cclab.run(scenario, backend="kernel")`` into ``out`` (reruns into ``out``-retry1, …) until its
+    self-check passes (:func:`_until_valid`). The last run is returned; the caller asserts that it
+    is valid."""
     import copy
 
     import cclab
 
-    run = cclab.run(copy.deepcopy(scenario), backend="kernel", out=out, plot=False)
-    if not run.meta["valid"]:
-        print(f"kernel run invalid ({'; '.join(run.meta['invalid_reasons'])}): run once more")
-        run = cclab.run(copy.deepcopy(scenario), backend="kernel", out=out.with_name(out.name + "-retry"), plot=False)
-    return run
+    def once(attempt: int) -> Any:
+        where = out if attempt == 0 else out.with_name(f"{out.name}-retry{attempt}")
+        return cclab.run(copy.deepcopy(scenario), backend="kernel", out=where, plot=False)
+
+    return _until_valid(once, lambda run: run.meta)

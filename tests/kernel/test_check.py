@@ -3,6 +3,8 @@ for most: ``check`` reads /proc and the IR only)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from cclab.errors import ScenarioError
@@ -97,3 +99,24 @@ def test_cpu_saturation_is_the_emulators_own_wakeup_delay():
     emu["wakeup_lateness_ns"]["p99"] = 205_000_000
     (reason,) = backend._self_check(emu, {}, None)
     assert reason.startswith("emulator CPU-starved: its timed wake-ups were 205.00 ms late at p99")
+
+
+def test_a_timing_failure_names_the_hosts_steal_time():
+    emu = {"lateness_ns": {"p99": 5_710_000}, "counters": {"write_errors": 0},
+           "wakeup_lateness_ns": {"count": 5000, "p50": 8_000, "p99": 60_000, "max": 6_000_000}}  # fmt: skip
+    (reason,) = backend._self_check(emu, {}, None)
+    assert reason == "emulator lateness p99 5.71 ms > 1 ms (it fell behind)"
+    (reason,) = backend._self_check(emu, {}, None, steal={"steal_s": 2.3, "steal_fraction": 0.0348})
+    assert reason == ("emulator lateness p99 5.71 ms > 1 ms (it fell behind; the VM's host took 3.5 % of its CPU "
+                      "time during the run (steal))")  # fmt: skip
+    # no steal (bare metal, or a quiet host): nothing added
+    assert backend._self_check(emu, {}, None, steal={"steal_s": 0.0, "steal_fraction": 0.0}) == [
+        "emulator lateness p99 5.71 ms > 1 ms (it fell behind)"]  # fmt: skip
+
+
+def test_steal_is_read_from_proc_stat_between_two_readings():
+    a, b = backend._cpu_times(), backend._cpu_times()
+    assert len(a) == 3 and b[0] >= a[0] and b[2] >= a[2] >= 0
+    hz = os.sysconf("SC_CLK_TCK")
+    s = backend.steal_stats((1000, 400, 50), (1400, 500, 70))  # 400 ticks of all CPUs, 20 of them stolen
+    assert s == {"steal_s": 20 / hz, "steal_fraction": 0.05}

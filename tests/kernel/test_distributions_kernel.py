@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kernel_helpers import scenario_ir
+from kernel_helpers import scenario_ir, valid_raw_run
 
 from cclab import metrics
 from cclab.kernel import backend
@@ -49,13 +49,9 @@ def test_with_a_spin_window_the_emulator_releases_packets_on_time(monkeypatch):
     monkeypatch.setattr(backend, "EMULATOR_SPIN_NS", 50_000)
     ir = scenario_ir(duration="3s", measure={"from": "1s"}, link={"rate": "20Mbps", "buffer": "1bdp"},
                      flows=[{"cca": "cubic", "rtt": "20ms"}])  # fmt: skip
-    raw = backend.run(ir)
-    if not raw["valid"]:
-        # parity's policy (kernel_helpers.valid_kernel_run): a run the self-check rejects — the
-        # VM's host stalled the emulator for milliseconds (one CI run: lateness mean 1.2 ms,
-        # max 17 ms) — measures the host, not the emulator; it is run once more
-        print(f"kernel run invalid ({'; '.join(raw['invalid_reasons'])}): run once more")
-        raw = backend.run(ir)
+    # a run the self-check rejects because the VM's host stalled the emulator for milliseconds (one
+    # CI run: lateness mean 1.2 ms, max 17 ms) measures the host, not the emulator: valid_raw_run
+    raw = valid_raw_run(ir)
     assert raw["valid"], raw["invalid_reasons"]
     emu = raw["meta"]["emulator"]
     assert emu["settings"]["spin_ns"] == 50_000

@@ -314,11 +314,26 @@ def _bbr_mode(bbr: Mapping[str, float]) -> int:
     return 2
 
 
-def _cpu_times() -> tuple[int, int]:
+def _cpu_times() -> tuple[int, int, int]:
+    """(all, idle + iowait, steal) CPU time of the machine in USER_HZ ticks (/proc/stat's ``cpu`` line).
+
+    Steal is the time a virtual machine's vCPUs wanted to run while its host ran something
+    else (0 on bare metal): a vCPU taken away for milliseconds stops the SCHED_FIFO emulator
+    as surely as any load on the machine could not.
+    """
     with open("/proc/stat") as fh:
         parts = [int(x) for x in fh.readline().split()[1:]]
     idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    return sum(parts), idle
+    steal = parts[7] if len(parts) > 7 else 0
+    return sum(parts), idle, steal
+
+
+def steal_stats(cpu0: tuple[int, ...], cpu1: tuple[int, ...]) -> dict[str, float]:
+    """The host's steal time between two :func:`_cpu_times` readings: seconds summed over the
+    machine's CPUs, and as a fraction of all their time."""
+    total = max(1, cpu1[0] - cpu0[0])
+    steal = max(0, (cpu1[2] - cpu0[2]) if len(cpu0) > 2 and len(cpu1) > 2 else 0)
+    return {"steal_s": steal / os.sysconf("SC_CLK_TCK"), "steal_fraction": steal / total}
 
 
 def _sched_ns(pid: int) -> tuple[int, int]:
@@ -698,7 +713,7 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
 
 
 def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats: dict[str, Any], sysctls: dict[str, Any],
-              cpu0: tuple[int, int], cpu1: tuple[int, int], ns: RunNamespaces, cleaned: dict[str, Any],
+              cpu0: tuple[int, ...], cpu1: tuple[int, ...], ns: RunNamespaces, cleaned: dict[str, Any],
               command: list[str], endpoint_wait: Mapping[str, float] | None = None) -> dict[str, Any]:  # fmt: skip
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
@@ -790,7 +805,8 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         # constant-rate links only: on a trace, opportunities a short queue cannot
         # fill are lost by definition (docs/ir.md)
         cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["links"][0]["capacity"]["kind"] == "constant" else None
-    reasons = _self_check(emu, dev_stats, cap_stats, endpoint_wait)
+    steal = steal_stats(cpu0, cpu1)
+    reasons = _self_check(emu, dev_stats, cap_stats, endpoint_wait, steal)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])
     cpu_frac = busy / max(1, cpu1[0] - cpu0[0])
@@ -810,6 +826,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
             "offloads": "TUN without IFF_VNET_HDR: no TSO/GSO/GRO reaches the emulator; every packet is at most the MTU",
             "tun": dev_stats,
             "cpu_busy_fraction": cpu_frac,
+            "steal": steal,
             "endpoint_wait": dict(endpoint_wait or {}),
             "limited": _limited(ir, limits),
             "traffic": "cclab-link send/recv (TCP_CONGESTION per socket; goodput = bytes read by the receiving application)",
@@ -928,11 +945,17 @@ def _topology_link_raw(ir: Mapping[str, Any], t: dict[str, np.ndarray], times: n
 
 
 def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mapping[str, Any] | None,
-                endpoint_wait: Mapping[str, float] | None = None) -> list[str]:  # fmt: skip
+                endpoint_wait: Mapping[str, float] | None = None,
+                steal: Mapping[str, float] | None = None) -> list[str]:  # fmt: skip
     reasons = []
+    # the host's steal time, named beside a timing failure: it tells a VM's host taking the
+    # vCPUs away from an emulator that is too slow by itself (docs/kernel.md)
+    stolen = ""
+    if steal and float(steal.get("steal_s") or 0.0) > 0.0:
+        stolen = f"; the VM's host took {float(steal['steal_fraction']) * 100:.1f} % of its CPU time during the run (steal)"
     p99 = int(emu["lateness_ns"]["p99"])
     if p99 > LATENESS_P99_LIMIT_NS:
-        reasons.append(f"emulator lateness p99 {p99 / 1e6:.2f} ms > {LATENESS_P99_LIMIT_NS / 1e6:g} ms (it fell behind)")
+        reasons.append(f"emulator lateness p99 {p99 / 1e6:.2f} ms > {LATENESS_P99_LIMIT_NS / 1e6:g} ms (it fell behind{stolen})")
     for side, s in dev.items():
         d = int(s.get("tx_dropped", 0))
         if d:
@@ -952,7 +975,7 @@ def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mappi
     wake = emu.get("wakeup_lateness_ns") or {}
     if int(wake.get("count") or 0) and int(wake["p99"]) > WAKEUP_P99_LIMIT_NS:
         reasons.append(f"emulator CPU-starved: its timed wake-ups were {int(wake['p99']) / 1e6:.2f} ms late at p99 "
-                       f"(> {WAKEUP_P99_LIMIT_NS / 1e6:g} ms)")  # fmt: skip
+                       f"(> {WAKEUP_P99_LIMIT_NS / 1e6:g} ms{stolen})")  # fmt: skip
     return reasons
 
 
