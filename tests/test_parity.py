@@ -298,6 +298,7 @@ class StandInKernel:
     def __init__(self, lock_path):
         self.lock_path = lock_path
         self.calls: dict[str, int] = {}
+        self.steal = None  # (scenario name, call number) -> steal fraction, or None: no steal kept
 
     def run(self, ir):
         from cclab.backends.sim import SimBackend
@@ -316,6 +317,9 @@ class StandInKernel:
         raw = SimBackend().run(ir2)
         invalid = name == "invalid" or (name == "flaky" and self.calls[name] == 1)
         raw["meta"] = {"valid": not invalid, "invalid_reasons": ["machine CPU-saturated during the run (99 % busy)"] if invalid else []}
+        if self.steal is not None:  # the VM host's steal time, as the kernel backend keeps it
+            fraction = self.steal(name, self.calls[name])
+            raw["meta"]["kernel"] = {"steal": {"steal_s": fraction * 60, "steal_fraction": fraction}}
         return raw
 
 
@@ -393,6 +397,34 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock, host_jitter=None).exit_code == 0
     # nothing but invalid cases is not a pass
     assert run_parity([_tiny("invalid")], out, lock_path=lock, host_jitter=None).exit_code == 1
+
+
+@needs_engine
+def test_the_results_name_the_hosts_steal_time_over_the_kernel_runs(stand_in, tmp_path):
+    from cclab.cli_parity import finish
+    from cclab.parity.output import steal_text
+    from cclab.parity.run import run_parity
+    from rich.console import Console
+
+    fake, lock = stand_in
+    out = tmp_path / "out"
+    # records without kernel.steal (made before it was kept): no steal line
+    o = run_parity([_tiny("pass")], out, lock_path=lock, host_jitter=None)
+    assert o.kernel_steal() is None and steal_text(o) is None
+    fake.steal = lambda name, call: {"invalid": 0.05, "flaky": 0.03 if call == 1 else 0.004}.get(name, 0.002)
+    o = run_parity([_tiny("quiet"), _tiny("invalid"), _tiny("flaky")], out, lock_path=lock, host_jitter=None)
+    st = o.kernel_steal()
+    # five kernel runs: quiet 0.2 %, invalid 5 % twice, flaky 3 % then 0.4 %
+    assert st["runs"] == 5 and st["runs_over"] == 3
+    assert st["max_fraction"] == pytest.approx(0.05) and st["mean_fraction"] == pytest.approx((0.002 + 0.1 + 0.034) / 5)
+    assert [a["steal_fraction"] for a in o.results[2].kernel_attempts] == [0.03, 0.004]
+    text = steal_text(o)
+    assert text.startswith("host steal time over 5 kernel run(s): mean 2.72 %, largest 5.0 % of the CPU time; 3 run(s) above 1 %")
+    console = Console(record=True, width=200, file=io.StringIO())
+    finish(o, {"case": ["t"]}, time.monotonic(), console)
+    assert text in console.export_text()
+    assert json.loads((out / "parity.json").read_text())["kernel_steal"]["runs_over"] == 3
+    assert text in (out / "parity.md").read_text() and "3 run(s) above 1 %" in (out / "parity.html").read_text()
 
 
 @needs_engine

@@ -92,6 +92,8 @@ def finish(outcome, selection: dict, t0: float, console) -> int:
     console.print(output.results_table(outcome))
     console.print(output.summary_line(outcome), soft_wrap=True, markup=False, highlight=False)
     console.print(output.host_text(outcome), soft_wrap=True, markup=False, highlight=False)
+    if output.steal_text(outcome):
+        console.print(output.steal_text(outcome), soft_wrap=True, markup=False, highlight=False)
     console.print(f"results: {jpath}, {ppath}, {mpath}; time series of the failing cases: {hpath}", soft_wrap=True, markup=False,
                   highlight=False)  # fmt: skip
     console.print(f"wall time: {_fmt_wall(outcome.wall_s)}", markup=False, highlight=False)

@@ -18,7 +18,7 @@ from cclab.parity.checks import METRICS, TOLERANCES
 from cclab.parity.matrix import DROPPED, SIM_HOST_JITTER, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
 
-__all__ = ["host_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
+__all__ = ["host_text", "steal_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
            "write_results"]
 
 JSON_FILE, PARQUET_FILE, HTML_FILE, MD_FILE = "parity.json", "parity.parquet", "parity.html", "parity.md"
@@ -94,6 +94,19 @@ def host_text(outcome: ParityOutcome) -> str:
     return f"simulator hosts with [host] jitter {what} (the kernel hosts' measured turnaround; --punctual for none)"
 
 
+def steal_text(outcome: ParityOutcome) -> str | None:
+    """The VM host's steal time over the kernel runs, in one line; None when no record has it."""
+    st = outcome.kernel_steal()
+    if st is None:
+        return None
+    text = (f"host steal time over {st['runs']} kernel run(s): mean {st['mean_fraction'] * 100:.2f} %, "
+            f"largest {st['max_fraction'] * 100:.1f} % of the CPU time")  # fmt: skip
+    if st["runs_over"]:
+        text += (f"; {st['runs_over']} run(s) above {st['over_fraction'] * 100:g} % — the VM's host took its CPUs "
+                 "during them, which makes kernel results noisier (docs/validation.md §4, \"Validity\")")  # fmt: skip
+    return text
+
+
 def summary_line(outcome: ParityOutcome) -> str:
     n = len(outcome.results)
     checks = [c for r in outcome.results for c in r.checks if c.status in ("pass", "fail")]
@@ -153,6 +166,7 @@ def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Pa
         "selection": selection,
         "engines": outcome.engines,
         "sim_host_jitter": outcome.sim_host_jitter,
+        "kernel_steal": outcome.kernel_steal(),
         "exit_code": outcome.exit_code,
         "counts": {s: outcome.count(s) for s in ("pass", "fail", "invalid", "error")},
         "tolerances": {k: {"rel": t.rel, "abs": t.abs, "unit": _unit_of(k), "text": t.text, "reason": t.reason}
@@ -226,7 +240,8 @@ def write_html(outcome: ParityOutcome, selection: dict[str, Any]) -> Path:
         f"Wall time {outcome.wall_s / 60:.1f} min. Started {_e(outcome.started_at)}; selection {_e(json.dumps(selection))}.</p>",
         f"<p class=sub>Engines: sim {_e(outcome.engines.get('sim'))}; kernel {_e(outcome.engines.get('kernel'))}; "
         f"{_e(host_text(outcome))}. "
-        "A check passes when |sim − kernel| ≤ max(rel × |kernel|, abs) (docs/validation.md, “Parity”).</p>",
+        + (f"{_e(steal_text(outcome))}. " if steal_text(outcome) else "")
+        + "A check passes when |sim − kernel| ≤ max(rel × |kernel|, abs) (docs/validation.md, “Parity”).</p>",
         f"<h2>Failing cases ({len(failing)})</h2>",
     ]
     if not failing:
@@ -317,7 +332,8 @@ def markdown(outcome: ParityOutcome) -> str:
         f"{summary_line(outcome)}",
         "",
         f"Started {outcome.started_at or '?'}; simulator {outcome.engines.get('sim', '?')}; "
-        f"{outcome.engines.get('kernel', '?')}; {host_text(outcome)}.",
+        f"{outcome.engines.get('kernel', '?')}; {host_text(outcome)}"
+        + (f"; {steal_text(outcome)}." if steal_text(outcome) else "."),
         "",
         "| case | result | sim vs kernel (failing checks in bold) |",
         "|---|---|---|",
