@@ -66,6 +66,11 @@ def doctor(
     t.add_row("allowed to unprivileged", " ".join(caps["tcp_allowed_congestion_control"]))
     t.add_row("BPF struct_ops CC", yes(caps["bpf_struct_ops"]) + f" (kernel BTF: {'yes' if caps['btf'] else 'no'}, bpftool: {caps['bpftool'] or 'not installed'})")
     t.add_row("max emulated rate", f"{caps['max_rate_bps_mtu1500'] / 1e6:.0f} Mbit/s at MTU 1500, {caps['max_rate_bps_mtu9000'] / 1e6:.0f} at MTU 9000")
+    steal = caps["host_steal_since_boot"]["steal_fraction"]
+    steal_note = ("none (bare metal, or a VM whose host never took its CPUs)" if steal == 0 else f"{steal * 100:.2f} % of the CPU time since boot")
+    if steal > 0.01:
+        steal_note = f"[yellow]{steal_note}[/yellow] — the host takes this VM's CPUs: expect some kernel runs to be flagged invalid (docs/kernel.md)"
+    t.add_row("VM host steal", steal_note)
     left = caps.get("leftovers") or {}
     if left.get("namespaces") or left.get("processes"):
         t.add_row("leftovers", f"[yellow]{len(left['namespaces'])} namespace(s), {len(left['processes'])} process(es)[/yellow] — run cclab doctor --clean")

@@ -120,3 +120,19 @@ def test_steal_is_read_from_proc_stat_between_two_readings():
     hz = os.sysconf("SC_CLK_TCK")
     s = backend.steal_stats((1000, 400, 50), (1400, 500, 70))  # 400 ticks of all CPUs, 20 of them stolen
     assert s == {"steal_s": 20 / hz, "steal_fraction": 0.05}
+
+
+def test_doctor_reports_the_hosts_steal_time_since_boot():
+    import json
+    import subprocess
+    import sys
+
+    caps = machine.capabilities(probe_qdiscs=False)
+    st = caps["host_steal_since_boot"]
+    assert set(st) == {"steal_s", "steal_fraction"} and 0.0 <= st["steal_fraction"] < 1.0
+    r = subprocess.run([sys.executable, "-m", "cclab", "doctor", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "steal_fraction" in json.loads(r.stdout)["host_steal_since_boot"]
+    r = subprocess.run([sys.executable, "-m", "cclab", "doctor"], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert "VM host steal" in r.stdout

@@ -314,26 +314,10 @@ def _bbr_mode(bbr: Mapping[str, float]) -> int:
     return 2
 
 
-def _cpu_times() -> tuple[int, int, int]:
-    """(all, idle + iowait, steal) CPU time of the machine in USER_HZ ticks (/proc/stat's ``cpu`` line).
-
-    Steal is the time a virtual machine's vCPUs wanted to run while its host ran something
-    else (0 on bare metal): a vCPU taken away for milliseconds stops the SCHED_FIFO emulator
-    as surely as any load on the machine could not.
-    """
-    with open("/proc/stat") as fh:
-        parts = [int(x) for x in fh.readline().split()[1:]]
-    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
-    steal = parts[7] if len(parts) > 7 else 0
-    return sum(parts), idle, steal
-
-
-def steal_stats(cpu0: tuple[int, ...], cpu1: tuple[int, ...]) -> dict[str, float]:
-    """The host's steal time between two :func:`_cpu_times` readings: seconds summed over the
-    machine's CPUs, and as a fraction of all their time."""
-    total = max(1, cpu1[0] - cpu0[0])
-    steal = max(0, (cpu1[2] - cpu0[2]) if len(cpu0) > 2 and len(cpu1) > 2 else 0)
-    return {"steal_s": steal / os.sysconf("SC_CLK_TCK"), "steal_fraction": steal / total}
+#: (all, idle + iowait, steal) CPU ticks of the machine (machine.cpu_times); the steal between
+#: two readings: machine.steal_between.
+_cpu_times = machine.cpu_times
+steal_stats = machine.steal_between
 
 
 def _sched_ns(pid: int) -> tuple[int, int]:

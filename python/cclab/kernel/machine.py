@@ -154,6 +154,28 @@ def _bpf_struct_ops() -> bool:
     return os.path.exists("/sys/kernel/btf/vmlinux") and shutil.which("bpftool") is not None
 
 
+def cpu_times() -> tuple[int, int, int]:
+    """(all, idle + iowait, steal) CPU time of the machine since boot in USER_HZ ticks (/proc/stat's ``cpu`` line).
+
+    Steal is the time a virtual machine's vCPUs wanted to run while its host ran something
+    else (0 on bare metal): a vCPU taken away for milliseconds stops the SCHED_FIFO emulator
+    as surely as no load inside the machine can.
+    """
+    with open("/proc/stat") as fh:
+        parts = [int(x) for x in fh.readline().split()[1:]]
+    idle = parts[3] + (parts[4] if len(parts) > 4 else 0)
+    steal = parts[7] if len(parts) > 7 else 0
+    return sum(parts), idle, steal
+
+
+def steal_between(before: tuple[int, ...], after: tuple[int, ...]) -> dict[str, float]:
+    """The host's steal time between two :func:`cpu_times` readings: seconds summed over the
+    machine's CPUs (``steal_s``), and as a fraction of all their time (``steal_fraction``)."""
+    total = max(1, after[0] - before[0])
+    steal = max(0, (after[2] - before[2]) if len(before) > 2 and len(after) > 2 else 0)
+    return {"steal_s": steal / os.sysconf("SC_CLK_TCK"), "steal_fraction": steal / total}
+
+
 def capabilities(probe_qdiscs: bool = True) -> dict[str, Any]:
     """Everything ``cclab doctor`` reports, as data."""
     root = is_root()
@@ -182,6 +204,8 @@ def capabilities(probe_qdiscs: bool = True) -> dict[str, Any]:
         "bpftool": shutil.which("bpftool"),
         "max_rate_bps_mtu1500": max_rate_bps(1500),
         "max_rate_bps_mtu9000": max_rate_bps(9000),
+        # since boot: how much of the CPU time a VM's host has taken (kernel runs' lateness, docs/kernel.md)
+        "host_steal_since_boot": steal_between((0, 0, 0), cpu_times()),
     }
     if probe_qdiscs and root:
         caps["netem"] = _qdisc_available("netem")
