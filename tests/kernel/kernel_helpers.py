@@ -71,8 +71,8 @@ def cclab_link_processes_of(prefix: str) -> list[int]:
 KERNEL_ATTEMPTS = 3
 #: Steal time (the VM's host running something else on its vCPUs: kernel.steal in meta.json), as a
 #: fraction of the run's CPU time, above which an invalid run is put down to the host. Measured on a
-#: 2-vCPU VM (BBR, 100 Mbit/s, 30 s runs): valid runs had 0.3-0.6 %, runs the self-check rejected
-#: 1.6-7.4 %.
+#: 2-vCPU VM (docs/kernel.md): 21 valid runs had 0.03-0.6 %, twelve runs the self-check rejected for
+#: lateness 1.6-22.6 %.
 HOST_STEAL_FRACTION = 0.01
 
 

@@ -40,8 +40,8 @@ Log = Callable[[str], None]
 
 #: A kernel run with more steal than this (the VM's host running something else on its vCPUs, as a
 #: fraction of the CPU time: kernel.steal in meta.json) is counted in the results' steal line. On a
-#: 2-vCPU VM, valid runs had 0.3-0.6 %; runs the self-check rejected for lateness 1.6-22.6 %
-#: (docs/kernel.md).
+#: 2-vCPU VM, 21 valid runs had 0.03-0.6 %; twelve runs the self-check rejected for lateness
+#: 1.6-22.6 % (docs/kernel.md).
 HOST_STEAL_NOTE = 0.01
 
 
