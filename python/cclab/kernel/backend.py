@@ -936,7 +936,7 @@ def _self_check(emu: Mapping[str, Any], dev: Mapping[str, Any], cap_stats: Mappi
     # vCPUs away from an emulator that is too slow by itself (docs/kernel.md)
     stolen = ""
     if steal and float(steal.get("steal_s") or 0.0) > 0.0:
-        stolen = f"; the VM's host took {float(steal['steal_fraction']) * 100:.1f} % of its CPU time during the run (steal)"
+        stolen = f"; the VM's host took {float(steal['steal_fraction']) * 100:.2g} % of its CPU time during the run (steal)"
     p99 = int(emu["lateness_ns"]["p99"])
     if p99 > LATENESS_P99_LIMIT_NS:
         reasons.append(f"emulator lateness p99 {p99 / 1e6:.2f} ms > {LATENESS_P99_LIMIT_NS / 1e6:g} ms (it fell behind{stolen})")

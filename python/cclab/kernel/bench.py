@@ -73,6 +73,7 @@ def measure(rate_bps: int, mtu: int, seconds: float, cca: str) -> dict[str, Any]
         "tun_tx_dropped": tun_drops,
         "emulator_cpu_share": emu["cpu_ns"] / max(1, emu["wall_ns"]),
         "machine_cpu_busy": meta["kernel"]["cpu_busy_fraction"],
+        "host_steal": (meta["kernel"].get("steal") or {}).get("steal_fraction"),  # a VM's host taking its CPUs
         "pps": emu["counters"]["data_in"] / max(1e-9, emu["wall_ns"] / 1e9),
         "valid": meta["valid"], "invalid_reasons": meta["invalid_reasons"],
         "sustained": bool(wire_bps >= GOAL_SHARE * rate_bps and lat["p99"] <= GOAL_LATENESS_NS and tun_drops == 0),
@@ -112,7 +113,9 @@ def _show(p: dict[str, Any]) -> None:
         f"{p['rate_mbps']:7.0f} Mbit/s MTU {p['mtu']:5d}: wire {p['wire_mbps']:7.1f} ({p['wire_share'] * 100:5.1f} %), "
         f"goodput {p['goodput_mbps']:7.1f}, lateness p50/p99/max {p['lateness_us']['p50']:.0f}/{p['lateness_us']['p99']:.0f}/"
         f"{p['lateness_us']['max']:.0f} µs, TUN drops {p['tun_tx_dropped']}, emulator CPU {p['emulator_cpu_share'] * 100:.0f} %, "
-        f"machine busy {p['machine_cpu_busy'] * 100:.0f} % → {'sustained' if p['sustained'] else 'NOT sustained'}",
+        f"machine busy {p['machine_cpu_busy'] * 100:.0f} %"
+        + (f", host steal {p['host_steal'] * 100:.2g} %" if p.get("host_steal") else "")
+        + f" → {'sustained' if p['sustained'] else 'NOT sustained'}",
         file=sys.stderr,
     )
 
