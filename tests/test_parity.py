@@ -280,6 +280,19 @@ def test_refuses_without_root(monkeypatch, tmp_path):
     assert not (tmp_path / "p").exists()
 
 
+def test_a_vm_whose_host_takes_its_cpus_is_named_before_the_runs(monkeypatch):
+    from cclab.cli_parity import steal_warning
+    from cclab.kernel import machine
+
+    monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 1_500))  # 1.5 % stolen since boot
+    note = steal_warning()
+    assert note is not None and "1.5 % of its CPU time since boot (steal)" in note
+    monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 900))  # 0.9 %: nothing said
+    assert steal_warning() is None
+    monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 0))  # bare metal
+    assert steal_warning() is None
+
+
 # ---------------------------------------------------------------- the runner, with a stand-in kernel
 
 

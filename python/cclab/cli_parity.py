@@ -65,6 +65,8 @@ def parity_cmd(
     out_dir = out or DEFAULT_OUT
     err_console.print(f"cclab parity: {len(cases)} case(s) -> {out_dir} (estimated {matrix.estimated_wall_s(cases) / 60:.0f} min "
                       "from scratch; kernel runs one at a time)", soft_wrap=True, markup=False)  # fmt: skip
+    if (note := steal_warning()) is not None:
+        err_console.print(note, soft_wrap=True, markup=False, highlight=False)
 
     def log(msg: str) -> None:
         err_console.print(msg, soft_wrap=True, markup=False, highlight=False)
@@ -116,6 +118,19 @@ def _preflight(cases, fail) -> None:
                 backend.check(ir)
             except ScenarioError as exc:
                 fail(f"parity case {c.id}: {exc}")
+
+
+def steal_warning() -> str | None:
+    """One line when the VM's host has taken over 1 % of this machine's CPU time since boot (a
+    busy host's stalls make kernel runs invalid, docs/validation.md §4 "Validity"); else None."""
+    from cclab.kernel import machine
+    from cclab.parity.run import HOST_STEAL_NOTE
+
+    fraction = machine.steal_between((0, 0, 0), machine.cpu_times())["steal_fraction"]
+    if fraction <= HOST_STEAL_NOTE:
+        return None
+    return (f"note: this VM's host has taken {fraction * 100:.2g} % of its CPU time since boot (steal); kernel runs it "
+            "stalls are flagged invalid and rerun once — an idle host gives cleaner results")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
