@@ -129,8 +129,8 @@ def steal_warning() -> str | None:
     fraction = machine.steal_between((0, 0, 0), machine.cpu_times())["steal_fraction"]
     if fraction <= HOST_STEAL_NOTE:
         return None
-    return (f"note: this VM's host has taken {fraction * 100:.2g} % of its CPU time since boot (steal); kernel runs it "
-            "stalls are flagged invalid and rerun once — an idle host gives cleaner results")  # fmt: skip
+    return (f"note: this VM's host has taken {fraction * 100:.2g} % of its CPU time since boot (steal); a kernel run "
+            "during which it stalls the emulator is flagged invalid and rerun once; an idle host gives cleaner results")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
