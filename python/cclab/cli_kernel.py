@@ -68,7 +68,7 @@ def doctor(
     t.add_row("max emulated rate", f"{caps['max_rate_bps_mtu1500'] / 1e6:.0f} Mbit/s at MTU 1500, {caps['max_rate_bps_mtu9000'] / 1e6:.0f} at MTU 9000")
     steal = caps["host_steal_since_boot"]["steal_fraction"]
     steal_note = ("none (bare metal, or a VM whose host never took its CPUs)" if steal == 0 else f"{steal * 100:.2f} % of the CPU time since boot")
-    if steal > 0.01:
+    if steal > machine.HOST_STEAL_LIMIT:
         steal_note = f"[yellow]{steal_note}[/yellow] — the host takes this VM's CPUs: expect some kernel runs to be flagged invalid (docs/kernel.md)"
     t.add_row("VM host steal", steal_note)
     left = caps.get("leftovers") or {}

@@ -124,10 +124,9 @@ def steal_warning() -> str | None:
     """One line when the VM's host has taken over 1 % of this machine's CPU time since boot (a
     busy host's stalls make kernel runs invalid, docs/validation.md §4 "Validity"); else None."""
     from cclab.kernel import machine
-    from cclab.parity.run import HOST_STEAL_NOTE
 
-    fraction = machine.steal_between((0, 0, 0), machine.cpu_times())["steal_fraction"]
-    if fraction <= HOST_STEAL_NOTE:
+    fraction = machine.steal_since_boot()["steal_fraction"]
+    if fraction <= machine.HOST_STEAL_LIMIT:
         return None
     return (f"note: this VM's host has taken {fraction * 100:.2g} % of its CPU time since boot (steal); a kernel run "
             "during which it stalls the emulator is flagged invalid and rerun once; an idle host gives cleaner results")  # fmt: skip

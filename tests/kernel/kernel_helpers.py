@@ -69,11 +69,6 @@ def cclab_link_processes_of(prefix: str) -> list[int]:
 
 #: Attempts a test gives a kernel run before it gives up on the machine (see valid_kernel_run).
 KERNEL_ATTEMPTS = 3
-#: Steal time (the VM's host running something else on its vCPUs: kernel.steal in meta.json), as a
-#: fraction of the run's CPU time, above which an invalid run is put down to the host. Measured on a
-#: 2-vCPU VM (docs/kernel.md): 21 valid runs had 0.03-0.6 %, twelve runs the self-check rejected for
-#: lateness 1.6-22.6 %.
-HOST_STEAL_FRACTION = 0.01
 
 
 def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mapping[str, Any]]) -> Any:
@@ -82,7 +77,7 @@ def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mappin
     The first rerun is parity's policy (docs/validation.md §4 "Validity"), whatever the reason. On
     a shared VM the host can take the vCPUs away for milliseconds in bursts that last minutes, and
     a test of what a valid run shows must not fail on such draws: a further attempt is made only
-    when the rerun, too, was invalid with the host's steal time above HOST_STEAL_FRACTION, and when
+    when the rerun, too, was invalid with the host's steal time (kernel.steal in meta.json) above machine.HOST_STEAL_LIMIT, and when
     every attempt was invalid with such steal the machine cannot judge the test: it is skipped with
     the figures. Otherwise the last (invalid) run is returned — the emulator late by itself, a TUN
     drop, a capacity shortfall — and the caller's validity assertion fails on it."""
@@ -96,9 +91,9 @@ def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mappin
         steal = float((meta.get("kernel", {}).get("steal") or {}).get("steal_fraction") or 0.0)
         attempts.append((steal, "; ".join(meta["invalid_reasons"])))
         print(f"kernel run invalid ({attempts[-1][1]}; steal {steal * 100:.2f} %)")
-        if attempt >= 1 and steal < HOST_STEAL_FRACTION:
+        if attempt >= 1 and steal < machine.HOST_STEAL_LIMIT:
             return result
-    if all(steal >= HOST_STEAL_FRACTION for steal, _ in attempts):
+    if all(steal >= machine.HOST_STEAL_LIMIT for steal, _ in attempts):
         pytest.skip(f"the VM's host stalled the emulator in all {KERNEL_ATTEMPTS} runs (steal "
                     + ", ".join(f"{s * 100:.1f} %" for s, _ in attempts) + f" of the CPU time): {attempts[-1][1]}")
     return result

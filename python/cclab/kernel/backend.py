@@ -314,12 +314,6 @@ def _bbr_mode(bbr: Mapping[str, float]) -> int:
     return 2
 
 
-#: (all, idle + iowait, steal) CPU ticks of the machine (machine.cpu_times); the steal between
-#: two readings: machine.steal_between.
-_cpu_times = machine.cpu_times
-steal_stats = machine.steal_between
-
-
 def _sched_ns(pid: int) -> tuple[int, int]:
     """(on CPU, waiting on a run queue) in ns, summed over the threads of ``pid`` (/proc/PID/task/*/schedstat;
     (0, 0) once it is gone)."""
@@ -616,14 +610,14 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
                     f"{(t0 - setup_start) / 1e6:.0f} ms; nothing was measured"
                 )
             sampler.start()
-            cpu0 = _cpu_times()
+            cpu0 = machine.cpu_times()
             endpoints = {name: p.pid for name, p in path.named_procs().items()}
             sched0 = _sched_snapshot(endpoints)
             end = t0 + n_samples * interval + 20_000_000
             while time.monotonic_ns() < end:
                 path.check_alive()
                 time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
-            cpu1 = _cpu_times()
+            cpu1 = machine.cpu_times()
             endpoint_wait = _endpoint_wait(sched0, _sched_snapshot(endpoints))
             sampler.join(timeout=5)
             dev_stats = ns.device_stats()
@@ -789,7 +783,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         # constant-rate links only: on a trace, opportunities a short queue cannot
         # fill are lost by definition (docs/ir.md)
         cap_stats = capacity_stats(ir, link_raw, busy_ns) if ir["links"][0]["capacity"]["kind"] == "constant" else None
-    steal = steal_stats(cpu0, cpu1)
+    steal = machine.steal_between(cpu0, cpu1)
     reasons = _self_check(emu, dev_stats, cap_stats, endpoint_wait, steal)
     used = {str(fid): cca for fid, cca in sorted(ccas_seen.items())}
     busy = (cpu1[0] - cpu0[0]) - (cpu1[1] - cpu0[1])

@@ -38,12 +38,6 @@ __all__ = ["CaseResult", "ParityOutcome", "kernel_engine_key", "run_parity", "si
 
 Log = Callable[[str], None]
 
-#: A kernel run with more steal than this (the VM's host running something else on its vCPUs, as a
-#: fraction of the CPU time: kernel.steal in meta.json) is counted in the results' steal line. On a
-#: 2-vCPU VM, 21 valid runs had 0.03-0.6 %; twelve runs the self-check rejected for lateness
-#: 1.6-22.6 % (docs/kernel.md).
-HOST_STEAL_NOTE = 0.01
-
 
 @dataclass
 class CaseResult:
@@ -78,14 +72,16 @@ class ParityOutcome:
     def kernel_steal(self) -> dict[str, Any] | None:
         """The VM host's steal time over every kernel run behind the results (``kernel.steal`` in each
         record's meta.json; records made before it was kept have none): runs, mean and largest
-        fraction of the CPU time, and how many runs had more than :data:`HOST_STEAL_NOTE`. None
+        fraction of the CPU time, and how many runs had more than ``machine.HOST_STEAL_LIMIT``. None
         when no run has it."""
+        from cclab.kernel.machine import HOST_STEAL_LIMIT
+
         fr = [float(a["steal_fraction"]) for r in self.results for a in r.kernel_attempts
               if a.get("steal_fraction") is not None]  # fmt: skip
         if not fr:
             return None
         return {"runs": len(fr), "mean_fraction": sum(fr) / len(fr), "max_fraction": max(fr),
-                "runs_over": sum(1 for f in fr if f > HOST_STEAL_NOTE), "over_fraction": HOST_STEAL_NOTE}  # fmt: skip
+                "runs_over": sum(1 for f in fr if f > HOST_STEAL_LIMIT), "over_fraction": HOST_STEAL_LIMIT}  # fmt: skip
 
     @property
     def exit_code(self) -> int:

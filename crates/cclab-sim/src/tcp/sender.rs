@@ -91,6 +91,12 @@ struct Seg {
 /// from the device's 64 KB `gso_max_size`): the largest GSO skb, in bytes.
 const GSO_MAX_BYTES: u64 = 65536 - 1 - 320;
 
+/// A window (segments) as the sender sees it behind the scenario's rwnd limit
+/// (the emulator rewrites the advertised window on the wire).
+fn clamp_to_rwnd(wnd: u32, rwnd_segs: Option<u32>) -> u32 {
+    rwnd_segs.map_or(wnd, |w| wnd.min(w))
+}
+
 /// Linux paces from the connection's 10th data segment on
 /// (`tcp_update_skb_after_send`, net/ipv4/tcp_output.c: `data_segs_out >= 10`).
 const UNPACED_FIRST_SEGS: u64 = 10;
@@ -294,6 +300,7 @@ impl Sender {
             }
             None => (None, mss),
         };
+        let rwnd_segs = rwnd_bytes.map(|b| (b / mss as u64).max(1) as u32);
         let mut s = Sender {
             conn: Conn::new(now, mss),
             cc,
@@ -305,9 +312,9 @@ impl Sender {
             last_payload,
             stop_at,
             app_end: None,
-            rwnd_segs: rwnd_bytes.map(|b| (b / mss as u64).max(1) as u32),
+            rwnd_segs,
             wnd_end: handshake.wnd_end,
-            max_window: rwnd_bytes.map_or(handshake.wnd_end, |b| handshake.wnd_end.min((b / mss as u64).max(1) as u32)),
+            max_window: clamp_to_rwnd(handshake.wnd_end, rwnd_segs),
             wq_end: 0,
             ts_recent: 0,
             app_start,
@@ -837,7 +844,7 @@ impl Sender {
         self.wnd_end = ack.wnd_end;
         // tcp_ack_update_window: `if (nwin > tp->max_window) tp->max_window = nwin`.
         let nwin = ack.wnd_end.saturating_sub(ack.cum);
-        self.max_window = self.max_window.max(self.rwnd_segs.map_or(nwin, |w| nwin.min(w)));
+        self.max_window = self.max_window.max(clamp_to_rwnd(nwin, self.rwnd_segs));
         self.ts_recent = ack.tsval_ms;
 
         // 1. SACK blocks (tcp_sacktag_write_queue), in sequence order as
