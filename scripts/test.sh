@@ -12,4 +12,4 @@ cclab_choose_python
 echo "== Rust: engine, algorithms, link emulator =="
 cargo test --release --locked -p cclab-netmodel -p cclab-sim -p cclab-link
 echo "== Python: schema, metrics, records, CLI, sweeps, figures, kernel backend, the wheel =="
-"$PY" -m pytest -q tests
+"$PY" -m pytest -q -rs tests  # -rs: every skipped test with its reason
