@@ -71,7 +71,7 @@ def cclab_link_processes_of(prefix: str) -> list[int]:
 KERNEL_ATTEMPTS = 3
 
 
-def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mapping[str, Any]]) -> Any:
+def _until_valid(name: str, run_once: Callable[[int], Any], meta_of: Callable[[Any], Mapping[str, Any]]) -> Any:
     """Run ``run_once(attempt)`` until its self-check passes, at most KERNEL_ATTEMPTS times.
 
     The first rerun is parity's policy (docs/validation.md §4 "Validity"), whatever the reason. On
@@ -94,7 +94,7 @@ def _until_valid(run_once: Callable[[int], Any], meta_of: Callable[[Any], Mappin
         if attempt >= 1 and steal < machine.HOST_STEAL_LIMIT:
             return result
     if all(steal >= machine.HOST_STEAL_LIMIT for steal, _ in attempts):
-        pytest.skip(f"the VM's host stalled the emulator in all {KERNEL_ATTEMPTS} runs (steal "
+        pytest.skip(f"scenario {name!r}: the VM's host stalled the emulator in all {KERNEL_ATTEMPTS} runs (steal "
                     + ", ".join(f"{s * 100:.1f} %" for s, _ in attempts) + f" of the CPU time): {attempts[-1][1]}")
     return result
 
@@ -103,7 +103,7 @@ def valid_raw_run(ir: Mapping[str, Any]) -> dict[str, Any]:
     """``cclab.kernel.backend.run(ir)`` until valid (:func:`_until_valid`); the caller asserts validity."""
     from cclab.kernel import backend
 
-    return _until_valid(lambda _attempt: backend.run(ir), lambda raw: raw["meta"])
+    return _until_valid(str(ir["name"]), lambda _attempt: backend.run(ir), lambda raw: raw["meta"])
 
 
 def valid_kernel_run(scenario: Any, out: Path) -> Any:
@@ -118,4 +118,4 @@ def valid_kernel_run(scenario: Any, out: Path) -> Any:
         where = out if attempt == 0 else out.with_name(f"{out.name}-retry{attempt}")
         return cclab.run(copy.deepcopy(scenario), backend="kernel", out=where, plot=False)
 
-    return _until_valid(once, lambda run: run.meta)
+    return _until_valid(str(scenario.get("name", "?")), once, lambda run: run.meta)

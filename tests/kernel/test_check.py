@@ -136,3 +136,26 @@ def test_doctor_reports_the_hosts_steal_time_since_boot():
     r = subprocess.run([sys.executable, "-m", "cclab", "doctor"], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "COLUMNS": "200"})  # fmt: skip
     assert "VM host steal" in r.stdout
+
+
+def test_the_kernel_tests_rerun_policy():
+    """kernel_helpers._until_valid: one rerun whatever the reason; a third run only after a rerun
+    rejected with the host's steal; skipped (named, with the figures) when all three had it."""
+    from kernel_helpers import _until_valid
+
+    def runs(*metas):
+        it = iter(metas)
+        calls = []
+        return calls, lambda attempt: (calls.append(attempt), next(it))[1]
+
+    bad = lambda steal: {"valid": False, "invalid_reasons": ["late"], "kernel": {"steal": {"steal_fraction": steal}}}  # noqa: E731
+    good = {"valid": True, "invalid_reasons": []}
+    calls, once = runs(bad(0.0), good)
+    assert _until_valid("s", once, lambda m: m) is good and calls == [0, 1]  # rerun once, even without steal
+    calls, once = runs(bad(0.05), bad(0.002), good)
+    assert _until_valid("s", once, lambda m: m)["valid"] is False and calls == [0, 1]  # no steal: the test fails
+    calls, once = runs(bad(0.002), bad(0.05), bad(0.05))
+    assert _until_valid("s", once, lambda m: m)["valid"] is False and calls == [0, 1, 2]  # not all stolen: fails
+    calls, once = runs(bad(0.03), bad(0.05), bad(0.2))
+    with pytest.raises(pytest.skip.Exception, match=r"scenario 's': .* all 3 runs \(steal 3\.0 %, 5\.0 %, 20\.0 %"):
+        _until_valid("s", once, lambda m: m)
