@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -223,6 +225,58 @@ def test_streamed_record_equals_the_whole_output():
     pd.testing.assert_frame_equal(pd.concat([p[0] for p in parts], ignore_index=True), whole)
     pd.testing.assert_frame_equal(pd.concat([p[1] for p in parts], ignore_index=True), metrics.link_frame(raw, ir))
     assert np.array_equal(tail["histograms"]["rtt"]["count"], raw["histograms"]["rtt"]["count"])
+
+
+class _FakeEngine:
+    """Stands in for ``cclab._native.Simulation`` to watch how SimStream drives it."""
+
+    def __init__(self, fail_at: int | None = None):
+        self.started: list[threading.Event] = [threading.Event() for _ in range(64)]
+        self.threads: list[int] = []
+        self.calls = 0
+        self.fail_at = fail_at
+
+    def advance(self, until_ns: int) -> dict:
+        k = self.calls
+        self.calls += 1
+        self.threads.append(threading.get_ident())
+        self.started[k].set()
+        if k == self.fail_at:
+            raise ValueError(f"engine failed in chunk {k}")
+        return {"k": k, "until_ns": until_ns}
+
+
+def _fake_stream(engine: _FakeEngine, n_chunks: int) -> Any:
+    _, _, ir = prepare(REPO / "examples" / "bbr-vs-cubic.toml")
+    stream = SimBackend().stream(ir)
+    stream._sim = engine  # the real engine is never advanced
+    stream._step = -(-int(ir["duration_ns"]) // n_chunks)
+    return stream
+
+
+def test_the_engine_computes_the_next_chunk_while_the_caller_works_on_this_one():
+    engine = _FakeEngine()
+    got = []
+    for chunk in _fake_stream(engine, 4):
+        k = chunk["k"]
+        if k < 3:  # a sequential loop would start chunk k + 1 only after this body: the wait would time out
+            assert engine.started[k + 1].wait(timeout=30), f"chunk {k + 1} did not start while chunk {k} was handled"
+        got.append(k)
+    assert got == [0, 1, 2, 3] and engine.calls == 4
+    assert threading.get_ident() not in engine.threads  # the engine ran off the caller's thread
+
+
+def test_an_engine_error_reaches_the_caller_and_leaving_early_stops_the_engine_thread():
+    before = threading.active_count()
+    with pytest.raises(ValueError, match="engine failed in chunk 2"):
+        for _ in _fake_stream(_FakeEngine(fail_at=2), 5):
+            pass
+    assert threading.active_count() == before
+    engine = _FakeEngine()
+    stream = iter(_fake_stream(engine, 5))
+    next(stream)
+    stream.close()  # the caller stops (an error, Ctrl-C): the chunk under way finishes, no more start
+    assert engine.calls == 2 and threading.active_count() == before
 
 
 def test_coarser_flow_series_and_summary_only(tmp_path):

@@ -1362,6 +1362,17 @@ SUMMARY_VERSION = 2
 
 def json_safe(obj: Any) -> Any:
     """Recursively convert numpy scalars to Python and NaN/±inf to ``None``."""
+    # exact built-in types first: a summary of many flows is tens of thousands of them, and
+    # isinstance against the Mapping ABC costs several times a type comparison
+    t = type(obj)
+    if t is float:
+        return obj if math.isfinite(obj) else None
+    if t is str or t is int or t is bool or obj is None:
+        return obj
+    if t is dict:
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if t is list:
+        return [json_safe(v) for v in obj]
     if isinstance(obj, Mapping):
         return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
