@@ -45,5 +45,12 @@ def _validate(file: str) -> bool:
     except Exception:  # noqa: BLE001 - the full CLI reports it (one line) or raises it (a bug)
         return False
     ok = "\x1b[32mok\x1b[0m" if sys.stdout.isatty() else "ok"  # typer.style(fg="green"), stripped off a terminal
-    print(ok + " " + "\n".join(lines))
+    try:
+        print(ok + " " + "\n".join(lines), flush=True)
+    except BrokenPipeError:
+        # the reader went away (`| head`, `| true`): quiet, exit 1, as the full CLI (click) does
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        sys.exit(1)
     return True

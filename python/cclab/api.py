@@ -52,19 +52,23 @@ def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str,
     For a path the TOML text is the file as written (unless ``seed`` overrides
     the file's seed; then it is the scenario re-serialised).
     """
+    from cclab.errors import ScenarioError
     from cclab.resolve import resolve
     from cclab.scenario import Scenario, load_scenario, scenario_from_dict
 
     text: str | None = None
+    source: str | None = None
     if isinstance(scenario, Scenario):
-        sc = scenario
+        sc = _revalidated(scenario)
     elif isinstance(scenario, Mapping):
+        _check_keys(scenario, "")
         sc = scenario_from_dict(dict(scenario), base_dir=Path.cwd())
     elif isinstance(scenario, (str, Path)):
         sc = load_scenario(scenario)
         from cclab.scenario import read_text_file
 
         text = read_text_file(Path(scenario))
+        source = str(scenario)
     else:
         raise TypeError(f"scenario must be a path, a cclab.Scenario or a dict, not {type(scenario).__name__}")
     if seed is not None and seed != sc.seed:
@@ -73,7 +77,47 @@ def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str,
         text = None
     if text is None:
         text = sc.to_toml()
-    return sc, text, resolve(sc)
+    try:
+        ir = resolve(sc)
+    except ScenarioError as exc:  # a check across fields (e.g. sample_interval against duration): still the file's
+        raise (exc.in_file(source) if source and not exc.source else exc) from None
+    return sc, text, ir
+
+
+def _revalidated(sc: Any) -> Any:
+    """A :class:`~cclab.scenario.Scenario` validated again from its fields: a model changed after it
+    was built (``sc.flows.append({...})``, ``sc.flows[0].cca.params["beta"] = 5.0``) skipped its
+    checks, and is refused here, one line naming the field, like a file would be."""
+    import warnings
+
+    from cclab.errors import ScenarioError
+    from cclab.scenario import scenario_from_dict
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pydantic's "unexpected type" serializer warnings: judged below
+            data = sc.to_dict()
+    except Exception as exc:  # noqa: BLE001 - whatever was put into the model, it is not a scenario
+        raise ScenarioError("", None, f"this Scenario object was changed into something that is not a scenario "
+                            f"({type(exc).__name__}: {exc})", "change a scenario through a dict or "
+                            "cclab.scenario.scenario_from_dict, which check every field") from None  # fmt: skip
+    _check_keys(data, "")
+    return scenario_from_dict(data, base_dir=sc.base_dir)
+
+
+def _check_keys(data: Any, where: str) -> None:
+    """Every table key of a scenario given as a dict is a string, as in a TOML file."""
+    from cclab.errors import ScenarioError
+
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                raise ScenarioError(where or "scenario", key, f"has the key {key!r} ({type(key).__name__})",
+                                    "expected string keys, as in a TOML table")  # fmt: skip
+            _check_keys(value, f"{where}.{key}" if where else key)
+    elif isinstance(data, (list, tuple)):
+        for i, value in enumerate(data):
+            _check_keys(value, f"{where}[{i}]")
 
 
 def default_run_dir(ir: Mapping[str, Any], backend: str = "sim") -> Path:
@@ -92,7 +136,7 @@ def run(
     backend: str = "sim",
     seed: int | None = None,
     plot: bool = True,
-    formats: Iterable[str] = ("png",),
+    formats: Iterable[str] | str = ("png",),
     overwrite: bool = False,
     allow_large: bool = False,
 ) -> Run:
@@ -111,19 +155,42 @@ def run(
     ``allow_large``.
     """
     _sc, toml_text, ir = prepare(scenario, seed)
-    if out is None:
-        import tempfile
+    if out is not None:
+        return run_prepared(ir, toml_text, out, backend=backend, plot=plot, formats=formats, overwrite=overwrite,
+                            allow_large=allow_large)  # fmt: skip
+    import shutil
+    import tempfile
 
-        out = Path(tempfile.mkdtemp(prefix="cclab-")) / default_run_dir(ir, backend).name
-    return run_prepared(ir, toml_text, out, backend=backend, plot=plot, formats=formats, overwrite=overwrite,
-                        allow_large=allow_large)  # fmt: skip
+    tmp = Path(tempfile.mkdtemp(prefix="cclab-"))
+    try:
+        return run_prepared(ir, toml_text, tmp / default_run_dir(ir, backend).name, backend=backend, plot=plot,
+                            formats=formats, overwrite=overwrite, allow_large=allow_large)  # fmt: skip
+    except BaseException:
+        if not any(tmp.iterdir()):  # the run was refused or failed before its record: leave nothing behind
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+#: Figure formats :func:`run` can draw (``cclab.plot.save_figure``).
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def _figure_formats(formats: Iterable[str] | str) -> tuple[str, ...]:
+    """``formats`` checked before anything runs (one name is accepted as a one-element list)."""
+    names = (formats,) if isinstance(formats, str) else tuple(formats)
+    for fmt in names:
+        if not isinstance(fmt, str) or fmt.lower().lstrip(".") not in FIGURE_FORMATS:
+            raise ValueError(f"formats: {fmt!r} is not a figure format; expected some of: {', '.join(FIGURE_FORMATS)}")
+    return names
 
 
 def run_prepared(ir: Mapping[str, Any], scenario_toml: str, out: str | Path, *, backend: str = "sim",
-                 plot: bool = True, formats: Iterable[str] = ("png",), overwrite: bool = False,
+                 plot: bool = True, formats: Iterable[str] | str = ("png",), overwrite: bool = False,
                  allow_large: bool = False) -> Run:  # fmt: skip
     """:func:`run` of what :func:`prepare` returned (the IR and the scenario text the record keeps),
     into ``out`` — without validating and resolving the scenario again."""
+    if plot:
+        formats = _figure_formats(formats)
     result = _run(dict(ir), scenario_toml, Path(out), backend=backend, overwrite=overwrite, allow_large=allow_large)
     if plot:
         result.figures = result.save_plot(formats=tuple(formats))

@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click import exceptions as click_exc
 
 from cclab.describe import _fmt_ns, _fmt_rate, describe_ir
-from cclab.errors import ScenarioError
+from cclab.errors import MAX_FIELD, ScenarioError, clip
 
 __all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
 
@@ -127,7 +127,8 @@ def user_errors() -> Iterator[None]:
         if not isinstance(exc, user_error_types()):
             raise
         if isinstance(exc, OSError) and not isinstance(exc, FileExistsError) and exc.strerror:
-            where = f"{exc.filename}: " if exc.filename else ""
+            # the path clipped, so that a very long one cannot push the reason out of the line
+            where = f"{clip(str(exc.filename), 2 * MAX_FIELD)}: " if exc.filename else ""
             fail(f"{where}{exc.strerror}")
         fail(str(exc))
 
@@ -335,8 +336,10 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, a
     import json
 
     from cclab import api, limits
+    from cclab.backends import check_name
 
     with user_errors():
+        check_name(backend)  # as a real run would, before anything is said about its cost
         _sc, _text, ir = api.prepare(file, seed)
         est = limits.estimate(ir)
     if as_json:
@@ -372,7 +375,11 @@ def validate_scenario_cmd(
     from cclab.scenario import load_scenario
 
     with user_errors():
-        ir = resolve(load_scenario(file))
+        sc = load_scenario(file)
+        try:
+            ir = resolve(sc)
+        except ScenarioError as exc:  # a check across fields: still the file's error
+            raise (exc if exc.source else exc.in_file(str(file))) from None
     lines = describe_ir(ir, str(file))
     typer.echo(typer.style("ok", fg="green") + " " + "\n".join(lines))
 

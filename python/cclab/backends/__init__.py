@@ -39,8 +39,15 @@ class Backend(Protocol):
     def run(self, ir: dict[str, Any]) -> dict[str, Any]: ...
 
 
+def check_name(name: str) -> None:
+    """:class:`BackendError` unless ``name`` is a backend's name (without loading the backend)."""
+    if name not in BACKENDS:
+        raise BackendError(f"unknown backend {name!r}; expected one of: {', '.join(BACKENDS)}")
+
+
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` (``sim`` or ``kernel``); :class:`BackendError` otherwise."""
+    check_name(name)
     if name == "sim":
         from cclab.backends.sim import SimBackend
 
