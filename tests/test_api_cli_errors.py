@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 import cclab
+import cclab.api
 import cclab.limits
+import cclab.scenario
 from cclab.errors import ScenarioError
 from cclab.scenario import load_scenario
 

@@ -37,11 +37,13 @@ def simulate(cca: dict) -> None:
 
 
 def inside(p: Param) -> list[float]:
-    """Values the registry accepts: both ends (nudged inside when open), a middle value, every step."""
+    """Values the registry accepts: both ends (nudged inside when open), a middle value; with a step, whole
+    numbers of it (every one when there are few)."""
     if p.switch:
         return [0.0, 1.0]
-    if p.step is not None:
-        return [p.lo + k * p.step for k in range(round((p.hi - p.lo) / p.step) + 1)]
+    if p.step is not None:  # whole numbers of the engine's unit: every one when few, else the ends and the middle
+        ks = p.multiples()
+        return [k / p.per for k in (ks if len(ks) <= 8 else (ks[0], ks[1], ks[len(ks) // 2], ks[-2], ks[-1]))]
     lo = p.lo + (1e-9 if p.lo_open else 0.0)
     hi = p.hi - (1e-9 * max(1.0, p.hi) if p.hi_open else 0.0)
     if p.integer:
@@ -56,8 +58,9 @@ def outside(p: Param) -> list[float]:
     vals = [p.lo if p.lo_open else p.lo - max(1e-6, abs(p.lo) * 1e-6), p.hi if p.hi_open else p.hi + max(1e-6, p.hi * 1e-6)]
     if p.integer:
         vals += [p.lo + 0.5]
-    if p.step is not None:
-        vals += [p.lo + p.step / 2]
+    if p.step is not None:  # between two units (the engine would round it)
+        ks = p.multiples()
+        vals += [(ks[0] + 0.5) / p.per, (ks[len(ks) // 2] + 0.25) / p.per]
     return vals
 
 
@@ -130,7 +133,7 @@ def test_engine_accepts_every_value_the_registry_accepts(algorithm):
         ({"name": "vegas", "alpha": 5}, "alpha"),
         ({"name": "vegas", "beta": 1}, "beta"),
         ({"name": "bbr", "cwnd_gain": 0.5}, "cwnd_gain"),
-        ({"name": "bbr_shallow", "fb_gain_min": 1.6}, "fb_gain_min"),
+        ({"name": "bbr_shallow", "fb_gain_min": 410 / 256}, "fb_gain_min"),  # 1.6 as the engine ran it
         ({"name": "bbr", "fb_gain_min": 3, "fb_gain_max": 2.5}, "fb_gain_min"),
         ({"name": "bbr3", "probe_rtt_interval_ms": 20_000}, "probe_rtt_interval_ms"),
         ({"name": "bbr2", "min_rtt_win_s": 2}, "min_rtt_win_s"),
@@ -158,7 +161,8 @@ def test_cubic_beta_5_is_refused_at_validation(tmp_path):
         result = CliRunner().invoke(app, cmd)
         assert result.exit_code == 2, result.output
         lines = [ln for ln in result.output.splitlines() if ln.strip()]
-        assert lines == [f"error: {f}: flows[0].cca.beta: 5.0 is out of range; expected a number in [1/1024, 1023/1024]"]
+        assert lines == [f"error: {f}: flows[0].cca.beta: 5 is out of range; "
+                         "expected a multiple of 1/1024 in [1/1024, 1023/1024]"]
     assert not (tmp_path / "r").exists()
 
 
@@ -169,7 +173,7 @@ def test_huge_integer_parameter_is_refused_not_rounded():
 
 def test_describe_lists_every_parameter():
     rows = cca_params.describe("cubic")
-    assert [r[0] for r in rows] == list(PARAMS["cubic"]) and rows[0][1] == "a number in [1/1024, 1023/1024]"
+    assert [r[0] for r in rows] == list(PARAMS["cubic"]) and rows[0][1] == "a multiple of 1/1024 in [1/1024, 1023/1024]"
     assert rows[0][3] == "717/1024 ≈ 0.7002" and rows[2][3] == "true"  # default: exact, as the engine holds it
     assert dict((r[0], r[3]) for r in cca_params.describe("bbr_shallow"))["cwnd_gain"] == "1.5"
 

@@ -104,7 +104,7 @@ def test_algorithms_json_and_unknown_name():
     result = runner.invoke(app, ["algorithms", "cubic", "--json"])
     doc = json.loads(result.output)
     beta = next(p for p in doc["cubic"]["parameters"] if p["name"] == "beta")
-    assert beta["default"] == 717 / 1024 and beta["allowed"] == "a number in [1/1024, 1023/1024]"
+    assert beta["default"] == 717 / 1024 and beta["allowed"] == "a multiple of 1/1024 in [1/1024, 1023/1024]"
     bad = runner.invoke(app, ["algorithms", "bbrr"])
     assert bad.exit_code == 2 and "'bbrr' is not a known congestion control algorithm" in bad.output
 

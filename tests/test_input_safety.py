@@ -155,10 +155,11 @@ def test_link_rates_beyond_the_engine_are_refused(tmp_path, link, needle):
 
 def test_an_empty_measure_window_is_an_error(tmp_path):
     """Before: the run went ahead and reported goodput 0.00 over a window without a sample."""
-    p = write(tmp_path, interval="3s", extra='measure = { from = "9.5s" }')
+    # (a sample_interval must divide the duration, so an empty window ends before the duration)
+    p = write(tmp_path, interval="2s", extra='measure = { from = "8.5s", to = "9.5s" }')
     for cmd in (["validate-scenario", str(p)], ["run", str(p), "--out", str(tmp_path / "r")]):
-        one_line_error(runner.invoke(app, cmd), "measure: the window from '9.5s' to '10s' holds no sample",
-                       "samples every '3s', nearest at 9s", "widen the window")  # fmt: skip
+        one_line_error(runner.invoke(app, cmd), "measure: the window from '8.5s' to '9.5s' holds no sample",
+                       "samples every '2s', nearest at 8s and 10s", "widen the window")  # fmt: skip
     with pytest.raises(ScenarioError, match="holds no sample"):
         resolve(scenario_from_dict({"name": "w", "duration": "1s", "sample_interval": "100ms",
                                     "measure": {"from": "10ms", "to": "50ms"}, "link": {"rate": "10Mbps"},

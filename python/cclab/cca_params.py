@@ -6,16 +6,25 @@ that validation (:func:`check_algorithm`, :func:`check_params`), the docs and
 exactly the engine's algorithms and parameters (``cclab._native.algorithms()``),
 in the engine's order.
 
-``cca = { name = "cubic", beta = 0.8 }`` is checked here when the scenario is
+``cca = { name = "cubic", beta = 0.75 }`` is checked here when the scenario is
 built, so an out-of-range value is a one-line error naming the field, the
 value and the range — never an engine error after the run has started.
 
 The ranges are the simulator engine's own checks (``crates/cclab-sim/src/cc``:
 ``from_params`` of each algorithm), tightened where the engine would silently
 round or clamp a value (a gain below its 1/256 quantum, ``full_loss_cnt``
-above 15, a BBRv3 ``probe_bw_up_cwnd_gain_extra`` between its quarter steps)
-and bounded where a larger value could only overflow the engine's integer
-counters (counts at most 10⁶, times at most one day). ``tests/test_cca_params.py``
+above 15) and bounded where a larger value could only overflow the engine's
+integer counters (counts at most 10⁶, times at most one day).
+
+The engine keeps many parameters in Linux's fixed-point units and rounds a
+value to the nearest unit: BBR's gains and fractions in 1/256 (``BBR_UNIT``;
+bbr/config.rs ``gain_param``, bbr3/config.rs ``fraction``, bbr/lt_bw.rs,
+bbr/variants.rs), CUBIC's β and C in 1/1024 (cc/cubic.rs), BBRv3's
+``probe_bw_up_cwnd_gain_extra`` in quarters, windows in seconds in whole ns.
+Such a parameter has a ``step``, and a value that is not a whole number of
+steps is refused with the two nearest allowed values (``cubic beta = 0.8``:
+"0.8 is not a multiple of 1/1024 …, nearest: 0.7998046875 (819/1024) or
+0.80078125 (820/1024)") — never rounded behind the user's back. ``tests/test_cca_params.py``
 runs the engine at every range's ends and checks that it accepts them, and
 that the registry names exactly the engine's parameters.
 
@@ -28,7 +37,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from .errors import ScenarioError, show_value
@@ -46,9 +54,12 @@ DAY_MS = DAY_S * 1000
 @dataclass(frozen=True)
 class Param:
     """One parameter: a number in [lo, hi] (ends open when ``lo_open``/``hi_open``), an integer
-    when ``integer``, a multiple of ``step`` when given, or a switch (true/false, 1/0).
-    ``doc`` says what it is, ``source`` where its default comes from (the knob in the
-    Linux file or paper of the algorithm, :data:`SOURCES`)."""
+    when ``integer``, a whole multiple of ``step`` when given, or a switch (true/false, 1/0).
+    ``step`` is the unit the engine keeps the value in (1/256 for BBR's gains, 1/1024 for
+    CUBIC's β, 10⁻⁹ for seconds kept in ns): a value between two multiples would be
+    rounded by the engine, so it is refused; ``unit`` says why (the Linux field), for
+    the error. ``doc`` says what it is, ``source`` where its default comes from (the knob
+    in the Linux file or paper of the algorithm, :data:`SOURCES`)."""
 
     lo: float = 0.0
     hi: float = 0.0
@@ -57,8 +68,15 @@ class Param:
     integer: bool = False
     switch: bool = False
     step: float | None = None
+    unit: str = ""
     doc: str = ""
     source: str = ""
+
+    @property
+    def per(self) -> int:
+        """Units per 1 (``step`` = 1/``per``): 256, 1024, 4, 10⁹."""
+        assert self.step is not None
+        return round(1 / self.step)
 
     @property
     def allowed(self) -> str:
@@ -66,26 +84,69 @@ class Param:
             return "expected true or false (or 1 or 0)"
         if self.integer:
             return f"expected an integer from {_num(self.lo)} to {_num(self.hi)}"
-        if self.step is not None:
-            steps = ", ".join(_num(self.lo + k * self.step) for k in range(round((self.hi - self.lo) / self.step) + 1))
-            return f"expected one of {steps}"
         left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        if self.step is not None:
+            ks = self.multiples()
+            if len(ks) <= 8:
+                return f"expected one of {', '.join(_num(k / self.per) for k in ks)}"
+            return f"expected a multiple of {_step(self.per)} in {left}{_num(self.lo)}, {_num(self.hi)}{right}"
         return f"expected a number in {left}{_num(self.lo)}, {_num(self.hi)}{right}"
 
-    def contains(self, value: float) -> bool:
-        if self.switch:
-            return value in (0.0, 1.0)
+    def multiples(self) -> range:
+        """The whole numbers of units ``k`` whose value ``k / per`` is allowed (a ``step`` is given)."""
+        per = self.per
+
+        def units(x: float, up: bool) -> int:
+            k = round(x * per)
+            if k / per == x:  # an end that is itself a whole number of units (0.001 s = 10⁶ ns)
+                return k
+            return math.ceil(x * per) if up else math.floor(x * per)
+
+        first, last = units(self.lo, True), units(self.hi, False)
+        if self.lo_open and first / per == self.lo:
+            first += 1
+        if self.hi_open and last / per == self.hi:
+            last -= 1
+        return range(first, last + 1)
+
+    def in_range(self, value: float) -> bool:
+        """``value`` within [lo, hi] (ends open as given); integers and steps aside."""
         if not math.isfinite(value):
             return False
         if value < self.lo or (self.lo_open and value == self.lo):
             return False
-        if value > self.hi or (self.hi_open and value == self.hi):
+        return not (value > self.hi or (self.hi_open and value == self.hi))
+
+    def on_step(self, value: float) -> bool:
+        """``value`` is a whole number of units (always true without a ``step``).
+
+        Exactly: ``value`` is the float nearest to ``k / per`` for a whole ``k`` (Python's
+        int/int division is correctly rounded). For the power-of-two units (256, 1024, 4)
+        that is ``value · per`` being an integer, exactly — 0.75 is 192/256, 0.8 is not a
+        multiple of 1/256; for ns (10⁹) it is a value written with at most nine decimals.
+        """
+        if self.step is None:
+            return True
+        return math.isfinite(value) and round(value * self.per) / self.per == value
+
+    def contains(self, value: float) -> bool:
+        if self.switch:
+            return value in (0.0, 1.0)
+        if not self.in_range(value):
             return False
         if self.integer and value != int(value):
             return False
-        if self.step is not None and Fraction(value - self.lo) / Fraction(self.step) % 1 != 0:
-            return False
-        return True
+        return self.on_step(value)
+
+    def off_step(self, value: float, where: str, shown: str) -> ScenarioError:
+        """The error for an in-range ``value`` that is not a whole number of units, with the
+        nearest allowed values (both sides, those in range)."""
+        per = self.per
+        k = value * per
+        near = [n for n in sorted({math.floor(k), math.ceil(k)}) if self.in_range(n / per)]
+        why = f" ({self.unit})" if self.unit else ""
+        return ScenarioError(where, value, f"{shown} is not a multiple of {_step(per)}{why}",
+                             f"{self.allowed}, nearest: {' or '.join(_unit_value(n, per) for n in near)}")
 
 
 def _num(x: float) -> str:
@@ -102,9 +163,38 @@ def _num(x: float) -> str:
     return f"{x:g}"
 
 
+def _step(per: int) -> str:
+    return "1 ns" if per == 10**9 else f"1/{per}"
+
+
+def _unit_value(k: int, per: int) -> str:
+    """``k`` units as the user would write it, with the fraction: ``0.7998046875 (819/1024)``."""
+    if per == 10**9:
+        return repr(k / per)
+    v = k / per
+    return _num(v) if v == int(v) else f"{v!r} ({k}/{per})"
+
+
+#: Why a BBR gain or fraction is a multiple of 1/256 (the engine rounds ``v × 256``: bbr/config.rs
+#: ``gain_param``, bbr3/config.rs ``fraction``, bbr/lt_bw.rs, bbr/variants.rs).
+_BBR_UNIT = "Linux keeps it in 1/256 units, BBR_UNIT in tcp_bbr.c"
+#: Seconds the engine keeps in whole nanoseconds (``Dur((s * 1e9).round())``).
+_NS = "the engine keeps seconds in whole nanoseconds"
+
+
 def _gain(doc: str, source: str) -> Param:
     # gain_param (bbr/config.rs): 0 < v < 64, used in 1/256 units (BBR_UNIT); below 1/256 it would be clamped.
-    return Param(1 / 256, 64, hi_open=True, doc=doc, source=source)
+    return Param(1 / 256, 64, hi_open=True, step=1 / 256, unit=_BBR_UNIT, doc=doc, source=source)
+
+
+def _fraction(lo: float, hi: float, doc: str, source: str, *, lo_open: bool = False, hi_open: bool = False,
+              unit: str = _BBR_UNIT) -> Param:
+    """A number in 1/256 units (bbr3/config.rs ``fraction``, the LT and feedback knobs of BBRv1)."""
+    return Param(lo, hi, lo_open=lo_open, hi_open=hi_open, step=1 / 256, unit=unit, doc=doc, source=source)
+
+
+def _seconds(doc: str, source: str) -> Param:
+    return Param(0.001, DAY_S, step=1e-9, unit=_NS, doc=doc, source=source)
 
 
 def _count(lo: int, doc: str, source: str, hi: int = MAX_COUNT) -> Param:
@@ -120,14 +210,19 @@ def _ms(lo: int, doc: str, source: str) -> Param:
 
 
 _THESIS = "WPI 2019 thesis"
+#: The cwnd feedback loop's gains (bbr/variants.rs ``CwndFeedbackConfig``: ``round(g × 256)``).
+_FB_UNIT = "the engine keeps it in 1/256 units like cwnd_gain, bbr/variants.rs"
 
 RENO: dict[str, Param] = {}
 
 CUBIC = {
     # tcp_cubic.c: beta = 717/1024, used in 1/1024 units; 0 < beta < 1 (cc/cubic.rs).
-    "beta": Param(1 / 1024, 1023 / 1024, doc="multiplicative decrease factor", source="beta = 717 (/1024)"),
+    "beta": Param(1 / 1024, 1023 / 1024, step=1 / 1024, unit="Linux keeps it in 1/1024 units, BETA_SCALE in tcp_cubic.c",
+                  doc="multiplicative decrease factor", source="beta = 717 (/1024)"),
     # C = bic_scale·10/1024 (0.4), used in 1/1024 units; larger values overflow the cubic term.
-    "c": Param(1 / 1024, 100, doc="cubic scaling constant C", source="bic_scale = 41 (C = bic_scale·10/1024)"),
+    "c": Param(1 / 1024, 100, step=1 / 1024,
+               unit="the engine keeps it in 1/1024 units, as cube_rtt_scale = bic_scale·10 in tcp_cubic.c",
+               doc="cubic scaling constant C", source="bic_scale = 41 (C = bic_scale·10/1024)"),
     "fast_convergence": _switch("fast convergence", "fast_convergence = 1"),
     "tcp_friendliness": _switch("Reno-friendly region", "tcp_friendliness = 1"),
     "hystart": _switch("HyStart (delay- and ACK-train-based slow-start exit)", "hystart = 1"),
@@ -147,20 +242,19 @@ BBR1 = {
     "probe_bw_up_gain": _gain("ProbeBW probing pacing gain", "bbr_pacing_gain[0] = 5/4"),
     "probe_bw_down_gain": _gain("ProbeBW draining pacing gain", "bbr_pacing_gain[1] = 3/4"),
     "bw_filter_rounds": _count(1, "max-bandwidth filter length in rounds", "bbr_bw_rtts = CYCLE_LEN + 2"),
-    "min_rtt_win_s": Param(0.001, DAY_S, doc="min_rtt filter window (s), also the ProbeRTT interval",
-                           source="bbr_min_rtt_win_sec = 10"),
+    "min_rtt_win_s": _seconds("min_rtt filter window (s), also the ProbeRTT interval", "bbr_min_rtt_win_sec = 10"),
     "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT (0 disables ProbeRTT)", "bbr_probe_rtt_mode_ms = 200"),
     "cwnd_min_target": _count(1, "minimum cwnd in packets", "bbr_cwnd_min_target = 4"),
     "full_bw_thresh": _gain("bandwidth growth that counts as growth", "bbr_full_bw_thresh = 5/4"),
     "full_bw_cnt": _count(1, "rounds without growth that end Startup", "bbr_full_bw_cnt = 3"),
     "pacing_margin_percent": _count(0, "pacing below the estimate, %", "bbr_pacing_margin_percent = 1", 99),
-    "extra_acked_gain": Param(0, 64, hi_open=True, doc="ACK-aggregation provisioning gain (0 off)",
-                              source="bbr_extra_acked_gain = 1"),
+    "extra_acked_gain": _fraction(0, 64, "ACK-aggregation provisioning gain (0 off)", "bbr_extra_acked_gain = 1",
+                                  hi_open=True),
     "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds", "bbr_extra_acked_win_rtts = 5"),
     "extra_acked_max_ms": _ms(0, "cap on the ACK-aggregation allowance", "bbr_extra_acked_max_us = 100 ms"),
     "lt_bw": _switch("long-term (policer) bandwidth model", "bbr_lt_bw_sampling (always on in Linux)"),
     "lt_intvl_min_rtts": _count(1, "LT sampling interval in rounds", "bbr_lt_intvl_min_rtts = 4"),
-    "lt_loss_thresh": Param(0, 1, lo_open=True, doc="LT loss threshold", source="bbr_lt_loss_thresh = 50/256"),
+    "lt_loss_thresh": _fraction(0, 1, "LT loss threshold", "bbr_lt_loss_thresh = 50/256", lo_open=True),
     "lt_bw_max_rtts": _count(1, "rounds at the LT rate", "bbr_lt_bw_max_rtts = 48"),
     "sticky_rtprop": _switch("sticky RTprop (on in bbr_sticky_rtprop)", f"{_THESIS} §5.5.2"),
     "sticky_probes": _count(1, "consecutive higher probes that raise RTprop", f"cclab's choice for {_THESIS} §5.5.2"),
@@ -173,13 +267,14 @@ BBR1 = {
                             source=f"{_THESIS}, Algorithm 1"),
     "fb_rtt_thresh": Param(1, 100, lo_open=True, doc="feedback: RTT ratio of a queue-building round",
                            source=f"{_THESIS}, Algorithm 1"),
-    "fb_gain_min": Param(0, 64, lo_open=True, doc="feedback: lowest cwnd gain", source=f"{_THESIS}, Algorithm 1"),
-    "fb_gain_max": Param(0, 64, lo_open=True, doc="feedback: highest cwnd gain (default: cwnd_gain)",
-                         source=f"{_THESIS}, Algorithm 1"),
+    "fb_gain_min": _fraction(0, 64, "feedback: lowest cwnd gain", f"{_THESIS}, Algorithm 1", lo_open=True,
+                             unit=_FB_UNIT),
+    "fb_gain_max": _fraction(0, 64, "feedback: highest cwnd gain (default: cwnd_gain)", f"{_THESIS}, Algorithm 1",
+                             lo_open=True, unit=_FB_UNIT),
     "fb_decrease": Param(0, 1, lo_open=True, doc="feedback: multiplicative decrease per round",
                          source=f"{_THESIS}, Algorithm 1"),
-    "fb_increase": Param(0, 64, lo_open=True, doc="feedback: additive increase per round",
-                         source=f"{_THESIS}, Algorithm 1"),
+    "fb_increase": _fraction(0, 64, "feedback: additive increase per round", f"{_THESIS}, Algorithm 1",
+                             lo_open=True, unit=_FB_UNIT),
 }
 
 _BBR3_COMMON = {
@@ -189,22 +284,22 @@ _BBR3_COMMON = {
     "cwnd_gain": _gain("cwnd gain", "bbr_cwnd_gain"),
     "probe_bw_up_gain": _gain("PROBE_UP pacing gain", "bbr_pacing_gain[BBR_BW_PROBE_UP]"),
     "probe_bw_down_gain": _gain("PROBE_DOWN pacing gain", "bbr_pacing_gain[BBR_BW_PROBE_DOWN]"),
-    "min_rtt_win_s": Param(0.001, DAY_S, doc="min_rtt filter window (s)", source="bbr_min_rtt_win_sec"),
+    "min_rtt_win_s": _seconds("min_rtt filter window (s)", "bbr_min_rtt_win_sec"),
     "probe_rtt_interval_ms": _ms(1, "ProbeRTT interval", "bbr_probe_rtt_win_ms"),
     "probe_rtt_mode_ms": _ms(0, "time in ProbeRTT", "bbr_probe_rtt_mode_ms"),
-    "probe_rtt_cwnd_gain": Param(0, 64, doc="cwnd gain in ProbeRTT", source="bbr_probe_rtt_cwnd_gain"),
+    "probe_rtt_cwnd_gain": _fraction(0, 64, "cwnd gain in ProbeRTT", "bbr_probe_rtt_cwnd_gain"),
     "cwnd_min_target": _count(1, "minimum cwnd in packets", "bbr_cwnd_min_target"),
     "full_bw_thresh": _gain("bandwidth growth that counts as growth", "bbr_full_bw_thresh"),
     "full_bw_cnt": _count(1, "rounds without growth that end Startup", "bbr_full_bw_cnt"),
     "full_loss_cnt": _count(0, "lossy rounds that end Startup", "bbr_full_loss_cnt", 15),
-    "loss_thresh": Param(0, 0.99, doc="loss rate that bounds inflight", source="bbr_loss_thresh"),
-    "beta": Param(0, 1, doc="multiplicative decrease on loss", source="bbr_beta"),
-    "inflight_headroom": Param(0, 0.99, doc="headroom below inflight_hi", source="bbr_inflight_headroom"),
+    "loss_thresh": _fraction(0, 0.99, "loss rate that bounds inflight", "bbr_loss_thresh"),
+    "beta": _fraction(0, 1, "multiplicative decrease on loss", "bbr_beta"),
+    "inflight_headroom": _fraction(0, 0.99, "headroom below inflight_hi", "bbr_inflight_headroom"),
     "bw_probe_max_rounds": _count(1, "most rounds between bandwidth probes", "bbr_bw_probe_max_rounds", 255),
     "bw_probe_rand_rounds": _count(1, "random rounds added between probes", "bbr_bw_probe_rand_rounds"),
     "bw_probe_base_ms": _ms(0, "base wall time between probes", "bbr_bw_probe_base_us"),
     "bw_probe_rand_ms": _ms(1, "random wall time added between probes", "bbr_bw_probe_rand_us"),
-    "extra_acked_gain": Param(0, 64, doc="ACK-aggregation provisioning gain", source="bbr_extra_acked_gain"),
+    "extra_acked_gain": _fraction(0, 64, "ACK-aggregation provisioning gain", "bbr_extra_acked_gain"),
     "extra_acked_win_rtts": _count(1, "ACK-aggregation filter length in rounds", "bbr_extra_acked_win_rtts"),
     "pacing_margin_percent": _count(0, "pacing below the estimate, %", "bbr_pacing_margin_percent", 99),
 }
@@ -223,19 +318,19 @@ def _after(params: dict[str, Param], key: str, extra: dict[str, Param]) -> dict[
 BBR3 = {
     **_after(_BBR3_COMMON, "probe_bw_down_gain", {
         # bw_probe_cwnd_gain is in quarters (the v3 code): 0, 0.25, 0.5 or 0.75.
-        "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, doc="extra cwnd gain in PROBE_UP",
-                                             source="bbr_bw_probe_cwnd_gain (quarters)"),
+        "probe_bw_up_cwnd_gain_extra": Param(0, 0.75, step=0.25, unit="the v3 code keeps bw_probe_cwnd_gain in quarters",
+                                             doc="extra cwnd gain in PROBE_UP", source="bbr_bw_probe_cwnd_gain (quarters)"),
     }),
     # The ECN response (google/bbr v3 tcp_bbr.c), used only with ecn_low on an ECN flow.
     "ecn_low": _switch("use the ECN response on this (low-RTT) path", "TCP_ECN_LOW (route feature ecn_low)"),
-    "ecn_alpha_gain": Param(0, 1, doc="EWMA gain of the per-round CE ratio", source="bbr_ecn_alpha_gain"),
-    "ecn_factor": Param(0, 0.99, doc="inflight_lo cut per unit of ECN alpha", source="bbr_ecn_factor"),
-    "ecn_thresh": Param(0, 0.99, doc="CE ratio of a round that ends probing", source="bbr_ecn_thresh"),
+    "ecn_alpha_gain": _fraction(0, 1, "EWMA gain of the per-round CE ratio", "bbr_ecn_alpha_gain"),
+    "ecn_factor": _fraction(0, 0.99, "inflight_lo cut per unit of ECN alpha", "bbr_ecn_factor"),
+    "ecn_thresh": _fraction(0, 0.99, "CE ratio of a round that ends probing", "bbr_ecn_thresh"),
     # The engine caps the value at 0x7ffff µs (the v3 field width): refused above, never clamped.
     "ecn_max_rtt_us": _count(0, "ECN logic only when min RTT is below this, µs", "bbr_ecn_max_rtt_us", 0x7FFFF),
     "full_ecn_cnt": _count(0, "rounds with a high CE ratio that end Startup", "bbr_full_ecn_cnt"),
-    "ecn_reprobe_gain": Param(0, 0.99, doc="bandwidth re-probe gain after an ECN-marked cycle",
-                              source="bbr_ecn_reprobe_gain"),
+    "ecn_reprobe_gain": _fraction(0, 0.99, "bandwidth re-probe gain after an ECN-marked cycle",
+                                  "bbr_ecn_reprobe_gain"),
 }
 
 #: DCTCP (Linux tcp_dctcp.c): module parameters dctcp_shift_g (0..10) and dctcp_alpha_on_init (0..1024).
@@ -247,8 +342,7 @@ DCTCP = {
 BBR2 = {
     **_BBR3_COMMON,
     "bw_probe_pif_gain": _gain("inflight (× BDP) that ends PROBE_UP", "bbr_bw_probe_pif_gain"),
-    "bw_probe_reno_gain": Param(0, 64, doc="Reno-coexistence probe bound, × BDP rounds",
-                                source="bbr_bw_probe_reno_gain"),
+    "bw_probe_reno_gain": _fraction(0, 64, "Reno-coexistence probe bound, × BDP rounds", "bbr_bw_probe_reno_gain"),
 }
 
 #: ``{algorithm: {parameter: Param}}`` for every algorithm of the simulator, in the engine's order.
@@ -390,6 +484,9 @@ def check_params(algorithm: str, params: dict[str, Any], field: str = "") -> dic
         where = f"{field}.{key}" if field else str(key)
         p = registry[key]
         number = _number(value, where, p)
+        if not p.switch and p.in_range(number) and not (p.integer and number != int(number)) \
+                and not p.on_step(number):
+            raise p.off_step(number, where, show_value(value))  # the engine would round it
         if not p.contains(number):
             raise ScenarioError(where, value, f"{show_value(value)} is out of range", p.allowed)
         out[str(key)] = number
@@ -399,6 +496,8 @@ def check_params(algorithm: str, params: dict[str, Any], field: str = "") -> dic
 
 def _number(value: Any, where: str, p: Param) -> float:
     if isinstance(value, bool):
+        if not p.switch:  # true is not 1.0 for a gain: only switches take true/false
+            raise ScenarioError(where, value, f"{str(value).lower()} is a switch value, not a number", p.allowed)
         return 1.0 if value else 0.0
     if isinstance(value, int):
         if abs(value) > 2**53:

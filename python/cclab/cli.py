@@ -442,12 +442,15 @@ def algorithms_markdown(names: list[str] | None = None) -> str:
         "and `tests/test_cca_params.py` holds the registry equal to the engine (names, order, defaults).",
         "",
         "A scenario sets parameters beside the name: `cca = { name = \"bbr\", cwnd_gain = 1.5 }`",
-        "(or `cca = { name = \"cubic\", params = { beta = 0.8 } }`). Every value is checked against",
+        "(or `cca = { name = \"cubic\", params = { beta = 0.75 } }`). Every value is checked against",
         "its allowed range when the scenario is loaded; switches take `true`/`false`. Defaults are",
         "exactly what the engine uses when a parameter is left out — gains are held in the units",
         "of the Linux code (1/256 for BBR, 1/1024 for CUBIC), so `717/1024 ≈ 0.7002` is CUBIC's",
-        "β of 0.7. *Source* names the constant or module parameter of the file the algorithm",
-        "follows, or the paper for cclab's BBRv1 variants.",
+        "β of 0.7. A parameter kept in such units takes whole multiples of them only: CUBIC's",
+        "β of 0.7 is written `beta = 0.7001953125` (717/1024), and `beta = 0.7` is refused with",
+        "the two nearest allowed values — the engine would round it and run a value the record",
+        "does not state. *Source* names the constant or module parameter of the file the",
+        "algorithm follows, or the paper for cclab's BBRv1 variants.",
         "",
     ]
     for n in names or list(cca_params.PARAMS):

@@ -226,10 +226,18 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
         return {"kind": "codel", "target_ns": ns("target"), "interval_ns": ns("interval"), "mtu_bytes": packet_bytes,
                 "ecn": bool(values["ecn"])}  # fmt: skip
     if name == "fq_codel":
+        memory_limit = size("memory_limit")
+        if memory_limit < packet_bytes:  # as buffer and policer.burst (cclab.resolve): not one packet would fit
+            from .scenario import HEADER_BYTES
+
+            raise ScenarioError(f"{field}.memory_limit", values["memory_limit"],
+                                f"{values['memory_limit']!r} is less than one packet ({memory_limit} bytes): "
+                                "fq_codel would drop every packet",
+                                f"expected at least one full packet: mss + {HEADER_BYTES} = {packet_bytes} bytes")
         return {
             "kind": "fq_codel", "target_ns": ns("target"), "interval_ns": ns("interval"), "mtu_bytes": packet_bytes,
             "ecn": bool(values["ecn"]), "quantum_bytes": size("quantum"), "flows": int(values["flows"]),
-            "memory_limit_bytes": size("memory_limit"), "drop_batch": int(values["drop_batch"]),
+            "memory_limit_bytes": memory_limit, "drop_batch": int(values["drop_batch"]),
         }  # fmt: skip
     if name == "pie":
         return {

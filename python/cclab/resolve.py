@@ -5,7 +5,8 @@ groups; both backends consume nothing else. Resolution also performs every
 check that relates several fields (each field alone was checked when the
 scenario was built):
 
-* ``sample_interval`` ≤ ``duration``; ``measure.from`` < ``measure.to`` ≤ ``duration``;
+* ``sample_interval`` ≤ ``duration`` and divides it (samples are taken at its multiples only, so
+  any rest of the run would go unrecorded); ``measure.from`` < ``measure.to`` ≤ ``duration``;
 * schedule entries happen before the end of the run;
 * the buffer holds at least one full packet (``mss`` + 52 header bytes);
 * every flow (each staggered one too) starts before the end of the run;
@@ -300,6 +301,16 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
         raise ScenarioError("sample_interval", scenario.sample_interval,
                             f"{scenario.sample_interval!r} is longer than the run",
                             f"expected at most the duration ({scenario.duration!r})")
+    if duration % sample:
+        # Samples are taken at k · sample_interval only: the rest of the run would be simulated but
+        # never recorded, while the summary's window (and each flow's active time) ran to the duration.
+        last = duration // sample * sample
+        raise ScenarioError("sample_interval", scenario.sample_interval,
+                            f"{scenario.sample_interval!r} does not divide the duration ({scenario.duration!r}): "
+                            f"the last sample would be at {_exact_duration(last)} and the {_exact_duration(duration - last)} "
+                            "after it never recorded",
+                            f"expected a sample_interval that divides the duration, or a duration that is a "
+                            f"multiple of it (e.g. {_exact_duration(last)!r} or {_exact_duration(last + sample)!r})")
 
     measure_from = scenario.measure.from_.ns
     measure_to = duration
@@ -647,6 +658,13 @@ def _flow_rtt(group: Any, where: str, path: list[str], ack_path: list[str], fwd:
                             f"{group.rtt!r} is less than the propagation delay of its links at 0 s ({parts})",
                             f"expected rtt ≥ {fmt_d(fwd + back)} (the RTT includes every link's delay on its paths)")
     return rtt
+
+
+def _exact_duration(ns: int) -> str:
+    """``ns`` written exactly, in the unit that reads shortest: ``1.8s``, ``999999us``, ``7ns``."""
+    texts = [f"{format((Decimal(ns) / factor).normalize(), 'f')}{unit}"
+             for factor, unit in ((10**9, "s"), (10**6, "ms"), (10**3, "us"), (1, "ns"))]
+    return min(texts, key=len)
 
 
 def _buffer_ir(link: Link, field: str, packet: int, r: _Link, min_rtt: int, rtt_words: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     name = "bbr-vs-cubic"            # default when loaded from a file: the file's stem
     duration = "60s"                 # required
     seed = 1                         # default 1
-    sample_interval = "10ms"         # default "10ms"
+    sample_interval = "10ms"         # default "10ms"; must divide the duration
     mss = 1448                       # default 1448 (payload bytes; 1500 on the wire)
     measure = { from = "20s" }       # default from = "0s", to = duration
     start_offset = "1rtt"            # default: each flow starts a random offset in [0, its base RTT)
@@ -67,6 +67,7 @@ one registry, :mod:`cclab.cca_params` (which the tests hold equal to the engine'
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
@@ -296,7 +297,8 @@ Loss = Annotated[Any, PlainValidator(_loss, json_schema_input_type=float | str |
 def _flatten_named_table(data: Any, example: str, name_allowed: str, params_allowed: str) -> Any:
     """``{name, params = {…}, key = value …}`` → ``{name, params}``: parameters may sit beside the name
     in TOML (``{ name = "codel", target = "5ms" }``) or in a ``params`` table; shared by ``cca`` and
-    ``qdisc``."""
+    ``qdisc``. A parameter given both ways is an error naming both spellings (which one should win
+    is not for cclab to guess)."""
     if not isinstance(data, dict):
         raise ScenarioError("", data, f"{show_value(data)} is not a table", example)
     if "name" not in data:
@@ -306,8 +308,15 @@ def _flatten_named_table(data: Any, example: str, name_allowed: str, params_allo
         raise ScenarioError("params", params, f"{show_value(params)} is not a table", params_allowed)
     params = dict(params)
     for key, value in data.items():
-        if key not in ("name", "params"):
-            params[key] = value
+        if key in ("name", "params"):
+            continue
+        if key in params:  # never let one spelling silently win over the other
+            shown = clip_name(key)
+            raise ScenarioError(shown, value,
+                                f"given twice: {shown} = {show_value(value, 30)} beside the name and "
+                                f"params.{shown} = {show_value(params[key], 30)}",
+                                f"give it once, either as {shown} = … or in params = {{ {shown} = … }}")
+        params[key] = value
     return {"name": data["name"], "params": params}
 
 
@@ -492,6 +501,29 @@ class Link(_Model):
         return self
 
 
+#: Longest file name (bytes) of a path component on the usual file systems (ext4, APFS, NTFS: 255).
+FILE_NAME_BYTES = 255
+
+
+def run_dir_slug(name: str) -> str:
+    """The scenario name as the run directory spells it (``cclab.api.default_run_dir``: every run of
+    other characters becomes ``-``; ASCII, so one byte per character)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "run"
+
+
+def _max_scenario_name() -> int:
+    """The longest :func:`run_dir_slug` whose directories fit :data:`FILE_NAME_BYTES`: the run directory
+    ``<slug>-<8 hex of the IR hash>[-<backend>]`` (``cclab.api.default_run_dir``) and the record's
+    sibling temporary directory ``<that>.tmp-old-XXXXXXXX`` (``cclab.record``, mkdtemp's 8 characters)."""
+    from .backends import BACKENDS
+
+    backend = max(len(f"-{b}") for b in BACKENDS if b != "sim")
+    return FILE_NAME_BYTES - len("-") - 8 - backend - len(".tmp-old-") - 8
+
+
+#: Longest scenario name (in its run-directory form, :func:`run_dir_slug`): 222 characters.
+MAX_SCENARIO_NAME = _max_scenario_name()
+
 #: Link and node names: letters, digits, ``_`` and ``-`` (a name appears in sweep axis paths such as
 #: ``links.core.rate`` and in record columns), at most this long.
 MAX_NAME = 64
@@ -560,6 +592,9 @@ class Cca(_Model):
             if not isinstance(number, (int, float)) or not math.isfinite(number):
                 raise ScenarioError(str(key), number, f"{show_value(number)} is not a number",
                                     "algorithm parameters are finite numbers or true/false (e.g. cwnd_gain = 1.5)")
+        if isinstance(data["name"], str) and data["name"] in cca_params.PARAMS:
+            # checked as given, before true/false become 1.0/0.0: only a switch takes true or false
+            cca_params.check_params(data["name"], params)
         return {"name": data["name"], "params": {str(key): float(number) for key, number in params.items()}}
 
     @field_validator("name", mode="before")
@@ -777,6 +812,12 @@ class Scenario(_Model):
         if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
             raise ScenarioError("", value, f"{show_value(value)} is not a scenario name",
                                 'expected a non-empty one-line string (e.g. name = "cubic-vs-reno")')
+        length = len(run_dir_slug(value))
+        if length > MAX_SCENARIO_NAME:
+            form = "" if length == len(value) else f" in its run-directory form (of {len(value)} as written)"
+            raise ScenarioError("", value, f"{show_value(value, 40)} is {length} characters long{form}",
+                                f"expected at most {MAX_SCENARIO_NAME} characters: the run directory "
+                                f"runs/<name>-<IR hash> is one file name, at most {FILE_NAME_BYTES} bytes")
         return value
 
     @field_validator("seed", mode="before")

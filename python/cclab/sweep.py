@@ -22,6 +22,10 @@ running a sweep ignores it).
 
 Axes are applied to the *raw* scenario dict before validation, so a bad
 value gets the schema's own error, prefixed with the axis that produced it.
+A parameter of a `cca` or `qdisc` table may be written beside the name
+(`flows[0].cca.beta`) or in its `params` table (`flows[0].cca.params.beta`):
+an axis in either spelling replaces the base's value in both, so the axis's
+value is the one that runs (a scenario giving both spellings is an error).
 Paths: dotted keys with list indices, e.g. `link.buffer`, `flows[1].count`,
 `link.schedule[0].rate`, `measure.from`. Axes are applied shallowest first,
 so an axis over a whole table (`link`) can be refined by a deeper one
@@ -198,6 +202,7 @@ def set_path(d: dict[str, Any], path: str, value: Any, what: str | None = None) 
     what = what or f"axis {_axis(path)}"
     keys = parse_path(path)
     cur: Any = d
+    parents: list[Any] = []  # the containers above `cur`, outermost first
     for i, key in enumerate(keys):
         last = i == len(keys) - 1
         if isinstance(key, int):
@@ -211,16 +216,56 @@ def set_path(d: dict[str, Any], path: str, value: Any, what: str | None = None) 
             if last:
                 cur[key] = value
             else:
+                parents.append(cur)
                 cur = cur[key]
         else:
             if not isinstance(cur, dict):
                 raise SweepError(f"{what}: {_fmt(keys[:i])} is not a table")
             if last:
+                _drop_other_spelling(cur, keys, i, value, parents)
                 cur[key] = value
             else:
                 if key not in cur:
                     cur[key] = [] if isinstance(keys[i + 1], int) else {}
+                parents.append(cur)
                 cur = cur[key]
+
+
+#: Tables whose parameters sit beside the name or in a ``params`` table (``cca``, ``qdisc``;
+#: ``cclab.scenario._flatten_named_table``): a parameter given both ways is a scenario error.
+_NAMED_TABLES = ("cca", "qdisc")
+
+
+def _drop_other_spelling(cur: dict[str, Any], keys: list[str | int], i: int, value: Any, parents: list[Any]) -> None:
+    """Before a path sets a parameter of a ``cca``/``qdisc`` table, remove the base's other spelling of it.
+
+    ``flows[0].cca.params.beta`` over a base with ``cca = { name = "cubic", beta = 0.7 }`` replaces
+    the base's ``beta`` (the axis's value runs), and ``flows[0].cca.beta`` over a base with
+    ``params = { beta = 0.7 }`` replaces ``params.beta``; an axis setting a whole ``params`` table
+    replaces the base's parameters beside the name that it names. Two axes giving one parameter
+    both ways are refused when the sweep is loaded (:func:`_check_shape`).
+    """
+    key = keys[i]
+    if i >= 1 and keys[i - 1] in _NAMED_TABLES and key not in ("name", "params"):
+        params = cur.get("params")
+        if isinstance(params, dict) and key in params:  # table.K over a base with table.params.K
+            cur["params"] = {k: v for k, v in params.items() if k != key}
+    elif i >= 1 and keys[i - 1] in _NAMED_TABLES and key == "params" and isinstance(value, dict):
+        for name in value:  # a whole table.params over a base with table.K
+            if name not in ("name", "params"):
+                cur.pop(name, None)
+    elif i >= 2 and keys[i - 1] == "params" and keys[i - 2] in _NAMED_TABLES and key not in ("name", "params"):
+        table = parents[-1]  # table.params.K over a base with table.K
+        if isinstance(table, dict):
+            table.pop(key, None)
+
+
+def _spelling(path: str) -> str:
+    """An axis path with a ``cca``/``qdisc`` parameter in one spelling: ``….cca.params.beta`` → ``….cca.beta``."""
+    keys = parse_path(path)
+    if len(keys) >= 3 and keys[-2] == "params" and keys[-3] in _NAMED_TABLES and keys[-1] not in ("name", "params"):
+        return _fmt([*keys[:-2], keys[-1]])
+    return _fmt(keys)
 
 
 def _fmt(keys: list[str | int]) -> str:
@@ -335,6 +380,12 @@ def _check_shape(sweep: Sweep, source: Path | None) -> None:
     both = set(sweep.axes) & set(sweep.zip)
     if both:
         raise SweepError(f"{where}axis {_axis(sorted(both)[0])} is both in [axes] and [zip]")
+    seen: dict[str, str] = {}
+    for name in [*sweep.axes, *sweep.zip]:
+        other = seen.setdefault(_spelling(name), name)
+        if other != name:
+            raise SweepError(f"{where}axes {_axis(other)} and {_axis(name)} set the same parameter, "
+                             "beside the name and in params; give one of them")
     lengths = {name: len(v) for name, v in sweep.zip.items()}
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{_axis(k)} has {n}" for k, n in list(lengths.items())[:4])
