@@ -90,14 +90,14 @@ def compare_cmd(
     """Compare two runs of the same scenario (any backends): per-flow and aggregate metrics side by side, differences, overlaid time series."""
     from rich.table import Table
 
-    from cclab.cli import console, err_console, user_errors
+    from cclab.cli import console, err_console, safe, user_errors
     from cclab.compare import compare
 
     with user_errors():
         target = None if no_plot else (out or Path("compare") / f"{a.name}-vs-{b.name}")
         c = compare(a, b, out=target, formats=("png", "svg") if svg else ("png",))
     for note in c.notes:
-        err_console.print(f"[bold yellow]note:[/bold yellow] {note}", soft_wrap=True)
+        err_console.print(f"[bold yellow]note:[/bold yellow] {safe(note)}", soft_wrap=True)
     la, lb = c.label("a"), c.label("b")
     t = Table(title=f"per flow — A = {la}, B = {lb}")
     for col in ("flow", "cca", "metric", "A", "B", "B − A", "rel"):

@@ -62,6 +62,20 @@ def dry_run_command(sweep, backend: str, jobs, allow_large: bool) -> int:
     return 0
 
 
+def _check_options(jobs, scheduler, out) -> None:
+    """--jobs, --scheduler and --out checked before anything is loaded or run (one ``error:`` line each)."""
+    from cclab.runner import check_jobs, check_scheduler
+    from cclab.store import SweepStore
+
+    try:
+        check_jobs(jobs)
+        check_scheduler(scheduler)
+        if out is not None:
+            SweepStore(out).check_root()
+    except _user_errors() as e:
+        raise _fail(str(e)) from None
+
+
 def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool = True,
                       allow_large: bool = False) -> int:  # fmt: skip
     """Run a loaded sweep and print its outcome; returns the exit code."""
@@ -73,6 +87,9 @@ def run_sweep_command(sweep, out: Path, jobs, scheduler, backend, progress: bool
                             allow_large=allow_large)  # fmt: skip
     except _user_errors() as e:
         raise _fail(str(e)) from None
+    except OSError as e:  # the sweep directory cannot be created or written
+        where = f" ({e.filename})" if e.filename and str(e.filename) != str(out) else ""
+        raise _fail(f"--out {out}: cannot write the sweep directory{where}: {e.strerror or e}") from None
     except KeyboardInterrupt:
         done = len(SweepStore(out).complete_ids())
         typer.secho(f"interrupted: {done} complete record(s) kept in {_safe(out)}; "
@@ -101,8 +118,10 @@ def register(app: typer.Typer) -> None:
     def sweep_cmd(
         file: Path = typer.Argument(..., metavar="FILE", help="Sweep file (TOML: base, trials, [axes], [zip])."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep directory [default: sweeps/<file stem>]."),
-        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes [default: all cores]."),
-        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address, tcp://HOST:PORT."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j",
+                                           help="Local worker processes, at least 1 [default: all cores]."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                                help="Dask scheduler address, tcp://HOST:PORT or tls://HOST:PORT."),
         backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
         quick: bool = typer.Option(False, "--quick", help="Apply the file's [quick] overrides."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
@@ -116,6 +135,7 @@ def register(app: typer.Typer) -> None:
 
         if backend not in ("sim", "kernel"):
             raise _fail(f"--backend {backend!r}: expected sim or kernel")
+        _check_options(jobs, scheduler, out)
         try:
             sw = load_sweep(file)
         except _user_errors() as e:
@@ -203,8 +223,10 @@ def register(app: typer.Typer) -> None:
         list_presets: bool = typer.Option(False, "--list", help="List the presets."),
         quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
         out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),
-        jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Local worker processes."),
-        scheduler: Optional[str] = typer.Option(None, "--scheduler", help="Dask scheduler address."),
+        jobs: Optional[int] = typer.Option(None, "--jobs", "-j",
+                                           help="Local worker processes, at least 1 [default: all cores]."),
+        scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                                help="Dask scheduler address, tcp://HOST:PORT or tls://HOST:PORT."),
         backend: str = typer.Option("sim", "--backend", help="sim or kernel."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar."),
     ) -> None:
@@ -217,6 +239,7 @@ def register(app: typer.Typer) -> None:
             if not name and not list_presets:
                 raise _fail("give a preset name (see the list above)")
             return
+        _check_options(jobs, scheduler, None)
         try:
             preset = presets.get(name)
         except KeyError as e:

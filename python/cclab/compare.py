@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,18 +97,101 @@ def _diff_row(base: dict[str, Any], a: float, b: float, *, pp: bool = False) -> 
     return {**base, "a": a, "b": b, "diff": b - a, "diff_unit": "pp" if pp else base.get("unit", ""), "rel_diff": rel}
 
 
+#: The one-link form of IR versions before 4 (``link``) as version 4 spells it (``links``).
+_ONE_LINK = {"name": "link", "from": "left", "to": "right"}
+
+#: flow fields compared, with the words a note uses for them (and the default of records that predate them)
+FLOW_FIELDS = (
+    ("cca", "algorithm", None),
+    ("cca_params", "algorithm parameters", {}),
+    ("rtt_ns", "RTT", None),
+    ("start_ns", "start time", None),
+    ("stop_ns", "stop time", None),
+    ("bytes", "bytes", None),
+    ("rwnd_bytes", "receive window", None),
+    ("ecn", "ECN", False),
+    ("path", "path", ["link"]),
+    ("ack_path", "ACK path", []),
+    ("ack_every", "ACK frequency", 2),
+    ("sack", "SACK", True),
+    ("group", "group", None),
+)  # fmt: skip
+
+
+def _links(ir: dict[str, Any]) -> list[dict[str, Any]]:
+    """The IR's links in the version-4 form (a record before version 4 has one ``link``)."""
+    links = ir.get("links")
+    if isinstance(links, list):
+        return [dict(x) for x in links if isinstance(x, dict)]
+    if isinstance(ir.get("link"), dict):
+        return [{**_ONE_LINK, **ir["link"]}]
+    return []
+
+
+def _show(value: Any) -> str:
+    from cclab.errors import show_value
+
+    return show_value(value, 40)
+
+
+def _diff_fields(where: str, a: Any, b: Any, out: list[tuple[str, Any, Any]]) -> None:
+    """Every differing field below ``where``: tables are compared key by key (unless their ``kind`` differs:
+    then the whole table is one difference), anything else as a whole."""
+    if isinstance(a, dict) and isinstance(b, dict) and a.get("kind") == b.get("kind"):
+        for key in [*a, *(k for k in b if k not in a)]:
+            if key == "name" and not where:
+                continue
+            _diff_fields(f"{where}.{key}" if where else str(key), a.get(key), b.get(key), out)
+    elif a != b:
+        out.append((where, a, b))
+
+
+def _link_notes(ia: dict[str, Any], ib: dict[str, Any]) -> list[str]:
+    la, lb = _links(ia), _links(ib)
+    names_a, names_b = [x.get("name") for x in la], [x.get("name") for x in lb]
+    notes = []
+    if names_a != names_b:
+        notes.append(f"links differ ({_show(names_a)} vs {_show(names_b)})")
+    one_link = len(la) == len(lb) == 1 and names_a == names_b == ["link"]
+    by_name = {x.get("name"): x for x in lb}
+    for link in la:
+        other = by_name.get(link.get("name"))
+        if other is None:
+            continue
+        prefix = "link" if one_link else f"links.{link.get('name')}"
+        diffs: list[tuple[str, Any, Any]] = []
+        _diff_fields("", link, other, diffs)
+        for field_, va, vb in diffs:
+            notes.append(f"{prefix}.{field_} differs between the two runs ({_show(va)} vs {_show(vb)})")
+    return notes
+
+
+def _flow_notes(fa: list[dict[str, Any]], fb: list[dict[str, Any]]) -> list[str]:
+    notes = []
+    for key, words, default in FLOW_FIELDS:
+        differ = [(f.get("id"), f.get(key, default), g.get(key, default)) for f, g in zip(fa, fb)
+                  if f.get(key, default) != g.get(key, default)]  # fmt: skip
+        if differ:
+            shown = "; ".join(f"flow {fid}: {_show(va)} vs {_show(vb)}" for fid, va, vb in differ[:3])
+            more = f"; and {len(differ) - 3} more" if len(differ) > 3 else ""
+            notes.append(f"flows differ in {words} ({shown}{more})")
+    return notes
+
+
 def _scenario_notes(a: Run, b: Run) -> list[str]:
     notes = []
     ia, ib = dict(a.ir), dict(b.ir)
-    fa = [(f["id"], f["cca"], f["rtt_ns"], f["start_ns"]) for f in ia.get("flows", [])]
-    fb = [(f["id"], f["cca"], f["rtt_ns"], f["start_ns"]) for f in ib.get("flows", [])]
-    if [x[0] for x in fa] != [x[0] for x in fb]:
+    fa, fb = list(ia.get("flows", [])), list(ib.get("flows", []))
+    if [f["id"] for f in fa] != [f["id"] for f in fb]:
         raise RecordError(f"{a.path} and {b.path} have different flows ({len(fa)} vs {len(fb)}); compare needs the same scenario")
-    if fa != fb:
-        notes.append("flows differ in algorithm, RTT or start time")
-    for key in ("link", "duration_ns", "sample_interval_ns", "measure", "mss", "header_bytes"):
+    notes += _flow_notes(fa, fb)
+    notes += _link_notes(ia, ib)
+    for key in ("duration_ns", "sample_interval_ns", "measure", "mss", "header_bytes"):
         if ia.get(key) != ib.get(key):
             notes.append(f"{key} differs between the two runs")
+    ja, jb = (dict(ir.get("host") or {}).get("jitter_ns") for ir in (ia, ib))
+    if ja != jb:  # the rest of `host` (socket buffers) follows from the links and flows
+        notes.append("host.jitter_ns differs between the two runs")
     if ia.get("seed") != ib.get("seed"):
         notes.append(f"seeds differ ({ia.get('seed')} vs {ib.get('seed')})")
     for run in (a, b):
@@ -141,12 +225,50 @@ def compare_runs(a: Run, b: Run) -> Comparison:
     return Comparison(a=a, b=b, per_flow=per_flow, aggregate=aggregate, notes=notes)
 
 
+def _read(path: str | Path) -> Run:
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise RecordError(f"{p}: not a run record directory (it is a file); "
+                          "expected the directory `cclab run` wrote (with meta.json and manifest.json)")
+    return record.read_run(p)
+
+
+def allowed_out() -> str:
+    return "expected a new directory, or an existing one outside every run record (e.g. compare/A-vs-B)"
+
+
+def check_out(out: str | Path) -> Path:
+    """``out`` if compare may write compare.json and its figures there; else :class:`RecordError` (one line).
+
+    Refused: an existing file; a run record or a directory inside one (a record holds only what its run
+    wrote, or it could no longer be overwritten); a sweep directory's ``runs/`` or anything inside it.
+    """
+    from cclab.store import POINTS, RUNS, SWEEP_FILE
+
+    out = Path(out)
+    allowed = allowed_out()
+    if out.is_symlink() and not out.exists() or out.exists() and not out.is_dir():
+        raise RecordError(f"--out {out}: exists and is not a directory; {allowed}")
+    rec = record.enclosing_record(out)
+    if rec is not None:
+        where = "is a run record" if rec == Path(os.path.normpath(out.absolute())) else f"lies inside the run record {rec}"
+        raise RecordError(f"--out {out}: {where}; compare never writes into a run record — {allowed}")
+    for d in [Path(os.path.normpath(out.absolute())), *Path(os.path.normpath(out.absolute())).parents]:
+        if d.name == RUNS and ((d.parent / POINTS).is_file() or (d.parent / SWEEP_FILE).is_file()):
+            raise RecordError(f"--out {out}: lies inside the records of the sweep directory {d.parent}; {allowed}")
+    return out
+
+
 def compare(a_dir: str | Path, b_dir: str | Path, out: str | Path | None = None, formats: tuple[str, ...] = ("png",)) -> Comparison:
-    """Load two run records and compare them; with ``out``, write compare.json and the figures there."""
-    c = compare_runs(record.read_run(a_dir), record.read_run(b_dir))
+    """Load two run records and compare them; with ``out``, write compare.json and the figures there
+    (a directory outside every run record: :func:`check_out`)."""
+    c = compare_runs(_read(a_dir), _read(b_dir))
     if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = check_out(out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RecordError(f"--out {out}: cannot create the directory ({exc.strerror or exc}); {allowed_out()}") from None
         c.figures = plot_comparison(c, out / "compare", formats=formats)
         from cclab.fsutil import atomic_write_text
 

@@ -678,8 +678,42 @@ def written_by_cclab(path: str | Path) -> str | None:
     return None
 
 
+def is_record_dir(path: str | Path) -> bool:
+    """True when the directory ``path`` is a run record cclab wrote: it has cclab's ``manifest.json``
+    or a ``meta.json`` saying the record is complete (a version-1 record, or one whose manifest was damaged)."""
+    p = Path(path)
+    try:
+        if p.is_symlink() or not p.is_dir():
+            return False
+    except OSError:
+        return False
+    return _manifest(p) is not None or _meta_complete(p) is not None
+
+
+def enclosing_record(path: str | Path) -> Path | None:
+    """The run record that ``path`` is or lies inside (``path`` itself or the nearest of its parents,
+    followed also through symlinks), or ``None``. ``path`` need not exist."""
+    given = Path(os.path.normpath(Path(path).absolute()))
+    candidates = [given, *given.parents]
+    try:
+        real = Path(path).resolve()
+    except (OSError, RuntimeError):
+        real = given
+    if real != given:
+        candidates += [real, *real.parents]
+    for c in candidates:
+        if is_record_dir(c):
+            return c
+    return None
+
+
 def check_target(out: Path, overwrite: bool) -> None:
-    """Refuse to replace existing data: anything without ``overwrite``, and with it anything cclab did not write."""
+    """Refuse to replace existing data: anything without ``overwrite``, and with it anything cclab did not write;
+    and refuse a target inside an existing run record (which could then never be replaced)."""
+    inside = enclosing_record(out.parent)
+    if inside is not None:
+        raise RecordError(f"{out}: lies inside the run record {inside}; cclab writes nothing into a run record "
+                          "(it could no longer be overwritten) — choose an output directory outside it")
     if not out.exists() and not out.is_symlink():
         return
     if out.is_symlink() or not out.is_dir():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import re
 import signal
 import time
 import traceback
@@ -157,6 +158,46 @@ def _require_dask() -> None:
         ) from None
 
 
+#: the forms of a scheduler address (what `distributed.Client` connects to; docs/sweeps.md)
+SCHEDULER_FORMS = "tcp://HOST:PORT or tls://HOST:PORT (e.g. tcp://127.0.0.1:8786)"
+#: [PROTOCOL://]HOST:PORT (an IPv6 host in brackets)
+_SCHEDULER = re.compile(r"^(?:(?P<scheme>[a-z][a-z0-9+.-]*)://)?(?P<host>\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]]+):(?P<port>[0-9]{1,5})$")
+#: Dask's network protocols (addresses PROTOCOL://HOST:PORT); ``inproc://`` (an in-process cluster) has no port
+_SCHEDULER_PROTOCOLS = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def check_scheduler(scheduler: Any) -> None:
+    """Refuse (:class:`cclab.sweep.SweepError`, one line) a scheduler address that is not one Dask
+    connects to: ``tcp://HOST:PORT`` or ``tls://HOST:PORT`` (a bare ``HOST:PORT`` is Dask's tcp; also
+    Dask's ``ws``, ``wss``, ``ucx`` and, from Python, an in-process cluster's ``inproc://…``).
+    A ``distributed.Client`` (or ``None``) passes."""
+    from cclab.sweep import SweepError
+
+    if scheduler is None or not isinstance(scheduler, str):
+        return
+    if scheduler.startswith("inproc://") and len(scheduler) > len("inproc://") and scheduler.isprintable():
+        return
+    m = _SCHEDULER.match(scheduler)
+    if m is None or (m["scheme"] or "tcp") not in _SCHEDULER_PROTOCOLS or not 1 <= int(m["port"]) <= 65535:
+        from cclab.errors import show_value
+
+        raise SweepError(f"--scheduler {show_value(scheduler)}: not a Dask scheduler address; expected {SCHEDULER_FORMS}")
+
+
+def check_jobs(jobs: Any) -> None:
+    """Refuse (:class:`cclab.sweep.SweepError`, one line) a worker count that is not a whole number ≥ 1
+    (``None`` is the default: all cores)."""
+    from cclab.sweep import SweepError
+
+    if jobs is None:
+        return
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        from cclab.errors import show_value
+
+        raise SweepError(f"--jobs {show_value(jobs)}: expected a whole number of worker processes, at least 1 "
+                         "(leave it out for all cores)")
+
+
 def run_sweep(
     sweep: Sweep,
     out_dir: str | Path,
@@ -169,15 +210,25 @@ def run_sweep(
 ) -> SweepOutcome:
     """Run every point of `sweep` into `out_dir`, skipping intact complete records.
 
-    Raises :class:`cclab.store.StoreBusyError` if another sweep runs in
+    `jobs`: local worker processes, at least 1 (None: all cores);
+    `scheduler`: ``tcp://HOST:PORT``, ``tls://HOST:PORT`` or a ``distributed.Client``.
+
+    Raises :class:`cclab.sweep.SweepError` for a bad `jobs` or `scheduler`,
+    :class:`cclab.store.SweepDirError` if `out_dir` cannot take this sweep
+    (a file, a run record or inside one, a non-empty directory that is not a
+    sweep directory, or the directory of a different sweep),
+    :class:`cclab.store.StoreBusyError` if another sweep runs in
     `out_dir`, :class:`DaskMissingError` for a `scheduler` without Dask
     installed (the ``cclab[dask]`` extra), and `KeyboardInterrupt` after a
     Ctrl-C has stopped the runs.
     """
     t0 = time.monotonic()
+    check_jobs(jobs)
+    check_scheduler(scheduler)
     if scheduler is not None:
         _require_dask()
     store = SweepStore(out_dir)
+    store.check_root()
     tasks = plan(sweep, backend, allow_large=allow_large)
     for t in tasks:
         t.allow_large = allow_large
@@ -187,16 +238,19 @@ def run_sweep(
 
 def _run_locked(sweep: Sweep, store: SweepStore, tasks: list[Task], t0: float, *, jobs: int | None, scheduler: Any,
                 backend: str, progress: bool) -> SweepOutcome:  # fmt: skip
+    from cclab.resolve import ir_hash
+
+    points = [
+        {"point": p.index, "run_id": t.run_id, "params": p.params, "trial": p.trial, "seed": p.seed, "backend": backend}
+        for t in tasks
+        for p in t.points
+    ]
+    store.check_root()  # again, under the lock
+    store.check_same_sweep(points, {t.run_id: ir_hash(t.ir) for t in tasks if t.ir is not None}, sweep.source)
     store.init(sweep.text if sweep.text is not None else sweep.to_toml())
     removed = store.clean_partials()
     corrupt = store.quarantine_corrupt()
-    store.write_points(
-        [
-            {"point": p.index, "run_id": t.run_id, "params": p.params, "trial": p.trial, "seed": p.seed, "backend": backend}
-            for t in tasks
-            for p in t.points
-        ]
-    )
+    store.write_points(points)
     complete = store.complete_ids()
     todo = [t for t in tasks if t.run_id not in complete]
     outcome = SweepOutcome(
@@ -404,4 +458,4 @@ class _Progress:
             self._bar.stop()
 
 
-__all__ = ["run_sweep", "plan", "execute_run", "dask_submit_options", "SweepOutcome", "KERNEL_RESOURCE"]
+__all__ = ["run_sweep", "plan", "check_jobs", "check_scheduler", "execute_run", "dask_submit_options", "SweepOutcome", "KERNEL_RESOURCE"]

@@ -2,7 +2,7 @@
 
 A sweep directory:
 
-    sweep.toml        the sweep file as given (copied once)
+    sweep.toml        the sweep file as given (a rerun of the same sweep may update it)
     points.json       every point: run id, axis values, trial, seed
     runs/<id>/        one complete run record each (docs/record.md)
     failures.json     runs that failed in the last invocation, with error text
@@ -24,6 +24,13 @@ intact records only.
 
 One sweep at a time per directory: `SweepStore.lock()` takes an exclusive
 `flock` on `DIR/sweep.lock`; a second sweep in the same directory is refused.
+
+One sweep per directory, ever: a sweep is refused (:class:`SweepDirError`)
+in a directory that is a file, a run record or inside one, a non-empty
+directory that is not a sweep directory (`SweepStore.check_root`), or a
+sweep directory whose points.json lists a different sweep
+(`SweepStore.check_same_sweep`) — its index would otherwise be replaced and
+its records vanish from the results table. Rerunning the same sweep resumes it.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from cclab.sweep import SweepError
+
 RUNS = "runs"
 POINTS = "points.json"
 FAILURES = "failures.json"
@@ -58,6 +67,16 @@ _TEMP_DIR = re.compile(r"\.tmp-(old-)?[A-Za-z0-9_]{8}$")
 
 class StoreBusyError(RuntimeError):
     """Another sweep holds the directory's lock; ``str()`` is one line for users."""
+
+
+class SweepDirError(SweepError):
+    """The sweep directory given (``--out``) cannot take this sweep: it is a file, a run record (or inside
+    one), a directory of other data, or a sweep directory of a different sweep; ``str()`` is one line."""
+
+
+#: what a sweep's ``--out`` may be (the end of every :class:`SweepDirError` about it)
+_OUT_ALLOWED = ("give --out a new or empty directory, or this sweep's own directory to resume it "
+                "(nothing in a sweep directory is replaced by another sweep)")
 
 
 def engine_version() -> str:
@@ -204,8 +223,100 @@ class SweepStore:
         finally:
             os.close(fd)  # releases the lock
 
+    # -- what may become a sweep directory
+    def check_root(self) -> None:
+        """Refuse (:class:`SweepDirError`) a root that is not a directory, that is a run record or lies
+        inside one, or that is a non-empty directory other than a sweep directory. Creates nothing."""
+        from cclab.record import enclosing_record
+
+        root = self.root
+        if root.is_symlink() and not root.exists() or root.exists() and not root.is_dir():
+            raise SweepDirError(f"--out {root}: exists and is not a directory; {_OUT_ALLOWED}")
+        rec = enclosing_record(root)
+        if rec is not None:
+            where = ("is a run record" if rec == Path(os.path.normpath(root.absolute()))
+                     else f"lies inside the run record {rec}")
+            raise SweepDirError(f"--out {root}: {where}; a sweep never writes into a run record; {_OUT_ALLOWED}")
+        for parent in root.absolute().parents:  # an existing ancestor that is a file: say so, not a traceback
+            if parent.exists() or parent.is_symlink():
+                if not parent.is_dir():
+                    raise SweepDirError(f"--out {root}: {parent} is not a directory; {_OUT_ALLOWED}")
+                break
+        if not root.is_dir():
+            return
+        try:
+            names = {e.name for e in os.scandir(root)}
+        except OSError as exc:
+            raise SweepDirError(f"--out {root}: cannot be read ({exc.strerror}); {_OUT_ALLOWED}") from None
+        # a sweep directory (also one whose first sweep was killed before it wrote sweep.toml: sweep.lock, runs/)
+        if names <= {LOCK} or names & {SWEEP_FILE, POINTS} or (root / RUNS).is_dir():
+            return
+        raise SweepDirError(f"--out {root}: directory exists, is not empty and is not a sweep directory "
+                            f"(no {SWEEP_FILE}, {POINTS} or {RUNS}/); {_OUT_ALLOWED}")
+
+    def check_same_sweep(self, points: list[dict[str, Any]], ir_hashes: Mapping[str, str] | None = None,
+                         source: Any = None) -> None:
+        """Refuse (:class:`SweepDirError`) to index ``points`` here when the directory's points.json lists
+        a different sweep: points (axis values, trials, seeds, backend) that ``points`` does not hold — the
+        same sweep extended by more trials or axis values is accepted; or, for a point whose run
+        id changed, a record of a different scenario (``ir_hashes``: new run id → IR hash; a changed engine
+        version alone changes run ids and is a rerun of the same sweep). Resuming the same sweep passes."""
+        path = self.root / POINTS
+        if not path.exists():
+            return  # nothing indexed yet (also: a sweep killed before it wrote points.json)
+        what = f" {source} defines" if source else " this sweep defines"
+        try:
+            old = json.loads(path.read_text())
+            if not isinstance(old, list) or not all(isinstance(p, dict) for p in old):
+                raise ValueError("not a list of points")
+        except (OSError, ValueError) as exc:
+            raise SweepDirError(f"--out {self.root}: its {POINTS} cannot be read ({exc}); not replaced: "
+                                f"{_OUT_ALLOWED}") from None
+        new = json.loads(json.dumps(points, default=str))  # as written, for a like-for-like comparison
+
+        def key(p: dict[str, Any]) -> str:  # a run of the grid, whatever its point number
+            return json.dumps([p.get("params"), p.get("trial"), p.get("seed"), p.get("backend", "sim")], sort_keys=True)
+
+        # the same sweep, or the same sweep extended (more trials, more axis values): every point
+        # indexed before is still in the grid, so no record drops out of the results table
+        if not {key(p) for p in old} <= {key(p) for p in new}:
+            raise SweepDirError(
+                f"--out {self.root}: holds a different sweep (its {POINTS} lists points — axis values, trials, seeds "
+                f"or backend — that are not in the grid{what}); a sweep directory holds one sweep, or that sweep "
+                f"extended — choose a new --out for this one, "
+                f"or remove {self.root} yourself to replace the old one"
+            )
+        if ir_hashes is None:
+            return
+        from cclab.record import read_meta
+
+        by_key = {key(p): p for p in new}
+        for o in old:
+            n = by_key.get(key(o), {})
+            rid = o.get("run_id")
+            if rid == n.get("run_id") or not isinstance(rid, str) or "/" in rid or rid in ("", ".", ".."):
+                continue
+            d = self.run_dir(rid)
+            if not is_complete(d):
+                continue
+            try:
+                meta = read_meta(d)
+            except (OSError, ValueError):
+                continue
+            before = meta.get("ir_hash") if isinstance(meta, dict) else None
+            if before and before != ir_hashes.get(n.get("run_id")):
+                raise SweepDirError(
+                    f"--out {self.root}: holds a different sweep (its point {o.get('point')} was run with a "
+                    f"different scenario: the base scenario{' of ' + str(source) if source else ''} has changed); "
+                    "a sweep directory holds one "
+                    f"sweep — choose a new --out for this one, or remove {self.root} yourself to replace the old one"
+                )
+
     # -- sweep files
     def init(self, sweep_text: str | None) -> None:
+        """Create the directory and runs/, and keep the sweep file in ``sweep.toml``: written by the first
+        sweep, rewritten only by a rerun of the same sweep (its points checked by
+        :meth:`check_same_sweep`) whose file changed elsewhere (``[[figures]]``, ``description``)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self.runs.mkdir(exist_ok=True)
         if sweep_text is not None:
