@@ -119,3 +119,22 @@ def test_validate_scenario_whose_reader_went_away_prints_no_traceback():
         os.close(w)
     assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr, p.stderr
     assert p.returncode == 1  # as the full CLI (click) ends on a closed pipe
+
+
+def test_a_file_is_not_a_run_record_directory(tmp_path):
+    from cclab import record
+
+    f = tmp_path / "notes.txt"
+    f.write_text("x")
+    with pytest.raises(record.RecordError, match=r"notes\.txt: not a run record directory \(it is a file\)"):
+        record.read_run(f)
+    with pytest.raises(record.RecordError, match="no such run directory"):
+        record.read_run(tmp_path / "missing")
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc (a directory nothing can be created in)")
+def test_an_out_where_nothing_can_be_created_names_the_out_not_a_temporary_directory():
+    p = _cclab("run", str(EXAMPLE), "--out", "/proc/cclab-no-such-record", "--no-plot")
+    line = " ".join(p.stderr.split())
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert line.startswith("error: /proc/cclab-no-such-record: cannot write a record there (") and ".tmp-" not in line

@@ -165,9 +165,22 @@ def test_an_empty_measure_window_is_an_error(tmp_path):
                                     "measure": {"from": "10ms", "to": "50ms"}, "link": {"rate": "10Mbps"},
                                     "flows": [{"cca": "reno", "rtt": "10ms"}]}))  # fmt: skip
     ok = resolve(scenario_from_dict({"name": "w", "duration": "1s", "sample_interval": "100ms",
-                                     "measure": {"from": "10ms", "to": "100ms"}, "link": {"rate": "10Mbps"},
+                                     "measure": {"from": "100ms", "to": "200ms"}, "link": {"rate": "10Mbps"},
                                      "flows": [{"cca": "reno", "rtt": "10ms"}]}))  # fmt: skip
-    assert ok["measure"] == {"from_ns": 10_000_000, "to_ns": 100_000_000}
+    assert ok["measure"] == {"from_ns": 100_000_000, "to_ns": 200_000_000}
+
+
+def test_a_measure_window_off_the_sample_grid_is_an_error():
+    """Before: from = 10 ms with 100 ms samples ran; the goodput counted the sample covering (0, 100 ms]
+    over an active time from 10 ms, while the delay distributions started at 10 ms."""
+    base = {"name": "w", "duration": "1s", "sample_interval": "100ms", "link": {"rate": "10Mbps"},
+            "flows": [{"cca": "reno", "rtt": "10ms"}]}  # fmt: skip
+    for window, field, near in (({"from": "10ms", "to": "500ms"}, "measure.from", "'0s' or '0.1s'"),
+                                ({"from": "100ms", "to": "450ms"}, "measure.to", "'0.4s' or '0.5s'")):
+        with pytest.raises(ScenarioError, match=rf"{field}: .* is not a multiple of sample_interval "
+                                                rf"\('100ms'\).*expected a multiple of the sample interval "
+                                                rf"\(e\.g\. {near}\)"):  # fmt: skip
+            resolve(scenario_from_dict({**base, "measure": window}))
 
 
 # ---------------------------------------------------------------- names printed safely

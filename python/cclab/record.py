@@ -293,7 +293,7 @@ def verify(path: str | Path) -> str | None:
     """
     p = Path(path)
     if not p.is_dir():
-        return "no such run directory"
+        return "not a run record directory (it is a file)" if p.exists() else "no such run directory"
     meta = _meta_complete(p)
     if meta is None:
         return 'not a complete run record (no meta.json with status "complete")'
@@ -328,8 +328,6 @@ def read_run(path: str | Path) -> Run:
     """Load a complete, intact record (sizes and checksums verified, :func:`verify`);
     :class:`RecordError` (one line) if ``path`` is not one."""
     p = Path(path)
-    if not p.exists():
-        raise RecordError(f"{p}: no such run directory")
     problem = verify(p)
     if problem is not None:
         raise RecordError(f"{p}: {problem}")
@@ -579,7 +577,10 @@ class RecordWriter:
         self.store_flows = store_flows
         check_target(self.out, overwrite)
         self.out.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.out.name}.tmp-", dir=self.out.parent))
+        try:
+            self.tmp = Path(tempfile.mkdtemp(prefix=f"{self.out.name}.tmp-", dir=self.out.parent))
+        except OSError as exc:  # name the directory asked for, not the temporary one beside it
+            raise OSError(exc.errno, f"cannot write a record there ({exc.strerror})", str(self.out)) from None
         self._flows = _StreamingParquet(self.tmp / FLOWS, "flows", flows_schema())
         self._link = _StreamingParquet(self.tmp / LINK, "link")
         self._done = False

@@ -6,7 +6,8 @@ check that relates several fields (each field alone was checked when the
 scenario was built):
 
 * ``sample_interval`` ≤ ``duration`` and divides it (samples are taken at its multiples only, so
-  any rest of the run would go unrecorded); ``measure.from`` < ``measure.to`` ≤ ``duration``;
+  any rest of the run would go unrecorded); ``measure.from`` < ``measure.to`` ≤ ``duration``, both
+  multiples of ``sample_interval``, and the window holds a sample;
 * schedule entries happen before the end of the run;
 * the buffer holds at least one full packet (``mss`` + 52 header bytes);
 * every flow (each staggered one too) starts before the end of the run;
@@ -337,6 +338,18 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             + (f", nearest at {' and '.join(near)})" if near else ")"),
                             "expected a window (measure.from, measure.to] that contains at least one sample time "
                             "k × sample_interval ≤ duration: widen the window or shorten sample_interval")
+    # On the sample grid, or the summary would mix two windows: its rates and counts come from the
+    # samples (each covers the interval before it), its per-packet distributions and each flow's
+    # active time from the exact window.
+    for name, given, ns in (("measure.from", scenario.measure.from_, measure_from),
+                            ("measure.to", scenario.measure.to, measure_to)):
+        if ns % sample:
+            below = ns // sample * sample
+            raise ScenarioError(name, given, f"{given!r} is not a multiple of sample_interval "
+                                f"({scenario.sample_interval!r}): the summary's rates and counts come from samples "
+                                f"at its multiples, its delay distributions and active times use {given!r} exactly",
+                                f"expected a multiple of the sample interval (e.g. {_exact_duration(below)!r} or "
+                                f"{_exact_duration(below + sample)!r})")  # fmt: skip
 
     mss = scenario.mss
     packet = mss + HEADER_BYTES
