@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from cclab.backends import BackendError
+from cclab.fsutil import atomic_write_text
 
 __all__ = ["CASES", "BenchCase", "BenchError", "build_ir", "main", "register", "run_case"]
 
@@ -220,6 +221,36 @@ def run_case(case: BenchCase, quick: bool = False, timeout: float | None = None)
     }
 
 
+#: keys of a JSON file ``cclab bench --json`` (or ``--vs-ns3 --json``) wrote: such a file may be replaced
+_BENCH_JSON_KEYS = ({"results", "reference"}, {"vs_ns3"})
+
+
+def check_json_target(path: Path) -> None:
+    """Refuse (:class:`BenchError`), before any case runs, a ``--json`` target the results could not
+    be written to or must not replace: a directory, a path under a missing directory or a file, a path
+    inside a run record, an existing file that is not a cclab bench JSON file."""
+    from cclab.record import enclosing_record
+
+    allowed = "expected a new file, or a JSON file an earlier cclab bench --json wrote"
+    if path.is_dir():
+        raise BenchError(f"--json {path}: is a directory; {allowed}")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise BenchError(f"--json {path}: {parent} is not a directory; {allowed}")
+    rec = enclosing_record(path)
+    if rec is not None:
+        raise BenchError(f"--json {path}: lies inside the run record {rec}; cclab writes nothing into a run record; "
+                         f"{allowed}")  # fmt: skip
+    if path.exists() or path.is_symlink():
+        try:
+            doc = json.loads(path.read_text())
+            ours = isinstance(doc, dict) and any(keys <= doc.keys() for keys in _BENCH_JSON_KEYS)
+        except (OSError, ValueError):
+            ours = False
+        if not ours:
+            raise BenchError(f"--json {path}: exists and is not a cclab bench JSON file (not replaced); {allowed}")
+
+
 def select(only: Iterable[str] | None) -> list[BenchCase]:
     if not only:
         return list(CASES.values())
@@ -251,7 +282,12 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
     from cclab import _native
 
     console = console or Console()
+    if json_path is not None:
+        check_json_target(Path(json_path))
     if vs_ns3:
+        if only:
+            raise BenchError(f"--only {' '.join(only)}: not used by --vs-ns3, which compares its own dumbbell cases; "
+                             "expected --vs-ns3 alone, or --only without it")  # fmt: skip
         from cclab import ns3bench
 
         return ns3bench.main(quick=quick, json_path=json_path, console=console)
@@ -290,8 +326,8 @@ def main(*, quick: bool = False, only: Iterable[str] | None = None, json_path: P
                   "cclab.api.run (engine, frames, summary, record); peak RSS: the run's process", soft_wrap=True)  # fmt: skip
     console.print(REFERENCE, soft_wrap=True)
     if json_path is not None:
-        Path(json_path).write_text(json.dumps({"quick": quick, "reference": REFERENCE, "results": results,
-                                               "skipped": skipped, "load_average": load, "cpus": os.cpu_count(),
-                                               "machine": platform.platform()}, indent=1) + "\n")  # fmt: skip
+        atomic_write_text(json_path, json.dumps({"quick": quick, "reference": REFERENCE, "results": results,
+                                                 "skipped": skipped, "load_average": load, "cpus": os.cpu_count(),
+                                                 "machine": platform.platform()}, indent=1) + "\n")  # fmt: skip
         console.print(f"wrote {json_path}", soft_wrap=True)
     return results

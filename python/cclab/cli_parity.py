@@ -50,6 +50,12 @@ def parity_cmd(
     from cclab.parity import matrix, output
 
     t0 = time.monotonic()
+    for pattern in case or []:  # each pattern on its own: one that matches nothing is a typo, not a filter
+        if not pattern.strip():
+            fail("--case '': an empty pattern would match every case; expected part of a case id, or a glob "
+                 "(see cclab parity --list)")
+        if not select_cases(quick, [pattern]):
+            fail(f"--case {pattern}: no {'quick ' if quick else ''}case matches; see cclab parity --list")
     cases = select_cases(quick, case)
     if not cases:
         fail(f"--case {' '.join(case or [])}: no {'quick ' if quick else ''}case matches; see cclab parity --list")
@@ -58,6 +64,12 @@ def parity_cmd(
         for line in [title, *output.list_lines(cases), "", *output.list_footer(cases, matrix.CASES, matrix.quick_cases())]:
             console.print(line, soft_wrap=True, markup=False, highlight=False)
         return
+    from cclab.store import SweepDirError, SweepStore
+
+    try:  # before the preflight and any run: never into a run record or a directory of other data
+        SweepStore(out or DEFAULT_OUT).check_root()
+    except SweepDirError as exc:
+        fail(str(exc))
     _preflight(cases, fail)
     from cclab.parity.matrix import SIM_HOST_JITTER
     from cclab.parity.run import run_parity

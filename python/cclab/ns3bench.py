@@ -171,7 +171,9 @@ def main(*, quick: bool = False, json_path: Path | None = None, console: Any = N
     console.print("cclab: `cclab run FILE --out DIR --no-plot` (start-up, engine, metrics, record); ns-3: cclab's "
                   "dumbbell program against the ns3 wheel (start-up, simulation, no output files)", soft_wrap=True)  # fmt: skip
     if json_path is not None:
-        Path(json_path).write_text(json.dumps({"vs_ns3": results, "ns3_version": version, "load_average": load},
-                                              indent=1) + "\n")  # fmt: skip
+        from cclab.fsutil import atomic_write_text
+
+        atomic_write_text(json_path, json.dumps({"vs_ns3": results, "ns3_version": version, "load_average": load},
+                                                indent=1) + "\n")  # fmt: skip
         console.print(f"wrote {json_path}", soft_wrap=True)
     return results

@@ -172,6 +172,7 @@ def run_parity(
     log = log or (lambda _msg: None)
     t_start = time.monotonic()
     store = SweepStore(out_dir)
+    store.check_root()  # SweepDirError: a file, a run record, a directory of other data
     store.init(None)
     store.clean_partials()
     engines = {"sim": sim_engine_key(), "kernel": kernel_engine_key()}
