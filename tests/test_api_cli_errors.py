@@ -138,3 +138,16 @@ def test_an_out_where_nothing_can_be_created_names_the_out_not_a_temporary_direc
     line = " ".join(p.stderr.split())
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert line.startswith("error: /proc/cclab-no-such-record: cannot write a record there (") and ".tmp-" not in line
+
+
+def test_save_plot_checks_every_format_before_writing_and_bin_s_is_a_width(tmp_path):
+    r = cclab.run(SMALL, out=tmp_path / "r", plot=False)
+    with pytest.raises(ValueError, match="figure format 'jpg' is not supported"):
+        r.save_plot(tmp_path / "fig", formats=("png", "jpg"))
+    assert not list(tmp_path.glob("fig.*"))  # the PNG was not written before the refusal
+    with pytest.raises(ValueError, match="formats: empty"):
+        r.save_plot(tmp_path / "fig", formats=())
+    assert [p.name for p in r.save_plot(tmp_path / "fig", formats="pdf")] == ["fig.pdf"]
+    for bad in (0, -1.0, float("nan"), "1s"):
+        with pytest.raises(ValueError, match=r"bin_s: .* is not a bin width; expected a number of seconds > 0"):
+            r.plot(bin_s=bad)

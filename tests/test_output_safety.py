@@ -355,3 +355,47 @@ def test_run_sweep_refuses_a_bad_scheduler_address(fake, tmp_path):
     with pytest.raises(SweepError, match="--scheduler 'notaurl'"):
         run_sweep(sw, tmp_path / "o", scheduler="notaurl", progress=False)
     assert not (tmp_path / "o").exists()
+
+
+# ---------------------------------------------------------------- damaged or read-only sweep directories
+
+
+@pytest.mark.parametrize("content, needle", [
+    ("not json{", "points.json: not JSON"),
+    ("", "points.json: not JSON"),
+    ("null", "not a list of tables with run_id, point, params, trial, seed"),
+    ("[1, 2, 3]", "not a list of tables"),
+    ('[{"run_id": "x"}]', "not a list of tables"),
+])  # fmt: skip
+def test_table_on_a_damaged_points_json_is_one_line(fake, tmp_path, content, needle):
+    out = tmp_path / "D"
+    assert runner.invoke(app, ["sweep", str(write_sweep(tmp_path, "s.toml", ["1bdp"])), "--out", str(out),
+                               "--no-progress", "--jobs", "1"]).exit_code == 0  # fmt: skip
+    (out / "points.json").write_text(content)
+    one_line_error(runner.invoke(app, ["table", str(out)]), needle, "rerun the sweep")
+
+
+def test_a_damaged_results_table_without_records_is_one_line(tmp_path):
+    out = tmp_path / "D"  # a results table shipped without its records (no runs/)
+    out.mkdir()
+    (out / "points.json").write_text("[]")
+    (out / "results.parquet").write_bytes(b"PAR1 not really")
+    one_line_error(runner.invoke(app, ["table", str(out)]), "results.parquet: not a readable results table")
+
+
+def test_table_of_a_sweep_directory_it_cannot_write_still_answers(fake, tmp_path, monkeypatch):
+    out = tmp_path / "D"
+    assert runner.invoke(app, ["sweep", str(write_sweep(tmp_path, "s.toml", ["1bdp", "2bdp"])), "--out", str(out),
+                               "--no-progress", "--jobs", "1"]).exit_code == 0  # fmt: skip
+    import cclab.fsutil
+
+    def refuse(path):  # as on a read-only (or immutable) directory: the cache cannot be rewritten
+        raise PermissionError(1, "Operation not permitted", str(path))
+
+    monkeypatch.setattr(cclab.fsutil, "atomic_file", refuse)
+    r = runner.invoke(app, ["table", str(out), "--csv", "-m", "agg.goodput_bps"])
+    assert r.exit_code == 0, r.output
+    from cclab.store import read_results
+
+    assert "results.parquet: not updated (Operation not permitted)" in read_results(out).attrs["not_written"]
+    assert len([ln for ln in r.output.splitlines() if ln.count(",") >= 2]) == 3  # header + two points

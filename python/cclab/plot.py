@@ -322,7 +322,11 @@ def figure_timeseries(
     duration_s = ir["duration_ns"] / 1e9
     sample_s = ir.get("sample_interval_ns", 0) / 1e9
     flows_s = _flows_interval_s(flows, ir)
-    bin_s = float(bin_s) if bin_s else auto_bin_s(duration_s, max(sample_s, flows_s))
+    if bin_s is not None and (isinstance(bin_s, bool) or not isinstance(bin_s, (int, float))
+                              or not np.isfinite(bin_s) or bin_s <= 0):
+        raise ValueError(f"bin_s: {bin_s!r} is not a bin width; expected a number of seconds > 0, "
+                         "or none for the automatic width")  # fmt: skip
+    bin_s = float(bin_s) if bin_s is not None else auto_bin_s(duration_s, max(sample_s, flows_s))
     styles = flow_colors(ir)
     per_flow = len(ir["flows"]) <= MAX_FLOW_LINES
     # A topology: the capacity line and the queueing delay are the bottleneck link's, the queue
@@ -732,7 +736,7 @@ def fit_width(fig: Figure, size: str | None) -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] = ("png",)) -> list[Path]:
+def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] | str = ("png",)) -> list[Path]:
     """Save ``fig`` as ``path.<fmt>`` for each format (png, svg, pdf); returns the paths.
 
     PDF and SVG are vector output without a timestamp (the same figure gives
@@ -742,12 +746,19 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] = ("png",)
     base = Path(path)
     if base.suffix.lower() in (".png", ".svg", ".pdf"):
         base = base.with_suffix("")
+    # every format checked before anything is written (one name is a one-element list, not its letters)
+    names = [formats] if isinstance(formats, str) else list(formats)
+    if not names:
+        raise ValueError("formats: empty; expected at least one of png, svg, pdf")
+    fmts = []
+    for fmt in names:
+        f = fmt.lower().lstrip(".") if isinstance(fmt, str) else fmt
+        if f not in ("png", "svg", "pdf"):
+            raise ValueError(f"figure format {fmt!r} is not supported; expected png, svg or pdf")
+        fmts.append(f)
     base.parent.mkdir(parents=True, exist_ok=True)
     written = []
-    for fmt in formats:
-        fmt = fmt.lower().lstrip(".")
-        if fmt not in ("png", "svg", "pdf"):
-            raise ValueError(f"figure format {fmt!r} is not supported; expected png, svg or pdf")
+    for fmt in fmts:
         out = base.with_name(f"{base.name}.{fmt}")
         meta = {"Date": None} if fmt == "svg" else {"CreationDate": None} if fmt == "pdf" else {}
         with matplotlib.rc_context({"svg.hashsalt": "cclab", "pdf.fonttype": 42}), atomic_file(out) as fh:

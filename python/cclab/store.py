@@ -328,14 +328,37 @@ class SweepStore:
         atomic_write_text(self.root / POINTS, json.dumps(points, indent=1, default=str))
 
     def read_points(self) -> list[dict[str, Any]]:
-        return json.loads((self.root / POINTS).read_text())
+        """The sweep's index; :class:`SweepError` (one line naming the file) if it is missing or damaged."""
+        points = self._read_json_list(POINTS, ("run_id", "point", "params", "trial", "seed"))
+        if points is None:
+            raise SweepError(f"{self.root / POINTS}: no such file; expected the sweep index cclab sweep writes "
+                             "(is this a sweep directory?)")  # fmt: skip
+        return points
+
+    def _read_json_list(self, name: str, keys: tuple[str, ...]) -> list[dict[str, Any]] | None:
+        """A JSON list of tables with ``keys`` (None if the file does not exist); :class:`SweepError` otherwise."""
+        path = self.root / name
+        if not path.exists() and not path.is_symlink():
+            return None
+        expected = f"expected the JSON list cclab sweep writes there; rerun the sweep (cclab sweep … --out {self.root}) " \
+                   "to rewrite it"
+        try:
+            doc = json.loads(path.read_text())
+        except OSError as exc:
+            raise SweepError(f"{path}: cannot be read ({exc.strerror}); {expected}") from None
+        except ValueError as exc:
+            raise SweepError(f"{path}: not JSON ({str(exc).splitlines()[0]}); {expected}") from None
+        if not isinstance(doc, list) or not all(isinstance(p, dict) and all(k in p for k in keys) for p in doc):
+            raise SweepError(f"{path}: not a list of tables with {', '.join(keys)}; {expected}")
+        if name == POINTS and not all(isinstance(p["params"], dict) for p in doc):
+            raise SweepError(f"{path}: a point's params is not a table; {expected}")
+        return doc
 
     def write_failures(self, failures: list[dict[str, Any]]) -> None:
         atomic_write_text(self.root / FAILURES, json.dumps(failures, indent=1, default=str))
 
     def read_failures(self) -> list[dict[str, Any]]:
-        p = self.root / FAILURES
-        return json.loads(p.read_text()) if p.exists() else []
+        return self._read_json_list(FAILURES, ("run_id", "points", "error")) or []
 
     # -- results
     def build_results(self, write: bool = True) -> pd.DataFrame:
@@ -389,8 +412,12 @@ class SweepStore:
         if write:
             from cclab.fsutil import atomic_file
 
-            with atomic_file(self.root / RESULTS) as fh:
-                df.to_parquet(fh, index=False)
+            try:
+                with atomic_file(self.root / RESULTS) as fh:
+                    df.to_parquet(fh, index=False)
+            except OSError as exc:  # a read-only sweep directory: the table is rebuilt from the records anyway
+                df.attrs["not_written"] = (f"{self.root / RESULTS}: not updated ({exc.strerror}); the table "
+                                           "is rebuilt from the records")  # fmt: skip
         return df
 
 
@@ -468,7 +495,11 @@ def read_results(sweep_dir: str | Path, rebuild: bool | None = None) -> pd.DataF
         rebuild = store.runs.is_dir()
     if rebuild or not (store.root / RESULTS).exists():
         return store.build_results()
-    df = pd.read_parquet(store.root / RESULTS)
+    try:
+        df = pd.read_parquet(store.root / RESULTS)
+    except (OSError, ValueError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+        raise SweepError(f"{store.root / RESULTS}: not a readable results table ({str(exc).splitlines()[0]}); "
+                         "expected the Parquet file cclab sweep writes") from None  # fmt: skip
     df.attrs["axes"] = axis_columns(df)
     return df
 
