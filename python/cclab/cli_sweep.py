@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
     def plot_cmd(
         target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
+        out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
         fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
                                                 "[default: png and svg; with --size: pdf]."),
         size: Optional[str] = typer.Option(None, "--size", help="For a paper: column (3.5 in wide) or page "
@@ -195,17 +195,21 @@ def register(app: typer.Typer) -> None:
         bad = [f for f in formats if f not in ("png", "svg", "pdf")]
         if bad:
             raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
+        out_dir = _check_plot_out(out) if out is not None else None
         try:
-            written = figures.render_all(target, kinds=kind, out_dir=out, formats=formats, size=size)
+            written = figures.render_all(target, kinds=kind, out_dir=out_dir, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
+        except OSError as e:
+            raise _fail(f"--out (-o) {out_dir or Path(target) / 'figures'}: cannot write the figures: "
+                        f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else "")) from None
         for path in written:
             typer.echo(str(path))
 
     @app.command("report")
     def report_cmd(
         target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
+        out: Optional[str] = typer.Option(None, "--out", "-o", help="HTML file [default: TARGET/report.html]."),
     ) -> None:
         """Write one self-contained HTML page: scenario, summary tables, all figures."""
         from cclab import figures
@@ -215,6 +219,9 @@ def register(app: typer.Typer) -> None:
             path = write_report(target, out)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
+        except OSError as e:
+            raise _fail(f"--out (-o) {out if out is not None else Path(target) / 'report.html'}: cannot write the "
+                        f"report: {e.strerror or e}" + (f" ({e.filename})" if e.filename else "")) from None
         typer.echo(str(path))
 
     @app.command("reproduce")
@@ -233,6 +240,11 @@ def register(app: typer.Typer) -> None:
         """Reproduce a published experiment: run its sweep(s), draw its figures, write its report."""
         from cclab import presets
 
+        if name is not None and name not in presets.PRESETS:
+            try:
+                presets.get(name)
+            except KeyError as e:
+                raise _fail(str(e.args[0])) from None
         if list_presets or not name:
             for p in presets.PRESETS.values():
                 typer.echo(f"{p.name:28} {p.ref:8} {p.title}")
@@ -240,6 +252,12 @@ def register(app: typer.Typer) -> None:
                 raise _fail("give a preset name (see the list above)")
             return
         _check_options(jobs, scheduler, None)
+        from cclab.backends import BackendError, check_name
+
+        try:
+            check_name(backend)
+        except BackendError as e:
+            raise _fail(f"--backend: {e}") from None
         try:
             preset = presets.get(name)
         except KeyError as e:
@@ -265,6 +283,36 @@ def register(app: typer.Typer) -> None:
             typer.secho(f"published values: {e}", fg="red", err=True)
             code |= 1
         raise typer.Exit(code)
+
+
+def _check_plot_out(out: str) -> Path:
+    """The output directory of `cclab plot -o`, or a one-line error: not empty, not a file, not in a run
+    record (but its own figures/), not a sweep directory's data."""
+    import os
+
+    from cclab.record import enclosing_record
+    from cclab.report import sweep_part
+
+    allowed = "expected a directory for the figures (created if missing)"
+    if out == "":
+        raise _fail(f"--out (-o) '': an empty path; {allowed}")
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        raise _fail(f"--out (-o) {p}: exists and is not a directory; {allowed}")
+    for parent in p.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise _fail(f"--out (-o) {p}: {parent} is not a directory; {allowed}")
+            break
+    rec = enclosing_record(p)
+    own = rec is not None and Path(os.path.normpath(p.absolute())) == rec / "figures"
+    if rec is not None and not own:
+        raise _fail(f"--out (-o) {p}: lies inside the run record {rec}; cclab writes nothing into a run record "
+                    f"but its figures/ — {allowed} outside it")
+    why = None if own else sweep_part(p)
+    if why is not None:
+        raise _fail(f"--out (-o) {p}: {why}; {allowed} outside it")
+    return p
 
 
 def select_metrics(columns: list[str], patterns: list[str] | None) -> list[str]:

@@ -345,6 +345,12 @@ def sweep_from_dict(data: dict[str, Any], base_dir: str | Path, source: Path | N
     figures = data.get("figures", [])
     if not isinstance(figures, list) or not all(isinstance(f, dict) and "kind" in f for f in figures):
         raise SweepError(f"{where}[[figures]] entries must be tables with a `kind`")
+    if any("name" in f for f in figures):
+        from cclab.figures import _name_error, check_spec_name
+
+        for f in figures:
+            if "name" in f and check_spec_name(f["name"]) is not None:
+                raise SweepError(str(_name_error(f["name"], where)))
     sweep = Sweep(
         base=base,
         base_dir=base_dir,

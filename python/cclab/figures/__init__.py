@@ -218,9 +218,28 @@ def distribution_specs(summary: dict[str, Any], histograms: Any) -> list[dict[st
     return specs
 
 
+def check_spec_name(name: Any) -> str | None:
+    """Why ``name`` cannot be a ``[[figures]]`` entry's ``name`` (the file name of the figure, without the
+    extension, in the output directory), or ``None``."""
+    if not isinstance(name, str):
+        return f"{name!r} is not a string"
+    if name.strip() in ("", ".", ".."):
+        return f"{name!r} is empty or a directory name"
+    if "/" in name or "\\" in name or "\0" in name or name.startswith("~"):
+        return f"{name!r} contains a path separator"
+    return None
+
+
+def _name_error(name: Any, where: str = "") -> FigureError:
+    return FigureError(f"{where}[[figures]] name {check_spec_name(name)}; expected a plain file name "
+                       "(no '/', '\\', '..' or absolute path, not empty), e.g. \"goodput-vs-rtt\"")
+
+
 def spec_name(spec: dict[str, Any], i: int) -> str:
     if "name" in spec:
-        return str(spec["name"])
+        if check_spec_name(spec["name"]) is not None:
+            raise _name_error(spec["name"])
+        return spec["name"]
     key = "-".join(str(spec[k]) for k in ("y", "metric", "x") if isinstance(spec.get(k), str))
     slug = "".join(c if c.isalnum() or c in "-_" else "_" for c in key).strip("_")
     return f"{i:02d}-{spec['kind']}" + (f"-{slug}" if slug else "")
@@ -230,6 +249,8 @@ def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=(
     """Draw each spec to out_dir/<name>.<format>; yields (spec, name, paths or error)."""
     from cclab.plot import save_figure
 
+    for i, spec in enumerate(specs):  # every name checked before anything is drawn
+        spec_name(spec, i)
     for i, spec in enumerate(specs):
         params = {k: v for k, v in spec.items() if k != "kind"}
         name = spec_name(spec, i)

@@ -1,0 +1,133 @@
+"""Output paths of `cclab report`/`plot`, `[[figures]]` names and `cclab reproduce` checks: bad input is
+refused with one line naming the option, and nothing already written is lost."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cclab.cli import app
+
+FIX = Path(__file__).parent / "fixtures" / "sweep"
+
+
+def digest(d: Path) -> dict[str, str]:
+    return {str(p.relative_to(d)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.fixture
+def sweep(tmp_path) -> Path:
+    return Path(shutil.copytree(FIX / "records", tmp_path / "sw"))
+
+
+@pytest.fixture
+def rec(sweep) -> Path:
+    return sweep / "runs" / "fixture0000000000000"
+
+
+def refused(args: list[str], *needles: str) -> str:
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2, r.output
+    out = r.output.strip()
+    assert out.startswith("error: ") and "\n" not in out and "Traceback" not in out, out
+    for n in needles:
+        assert n in out, out
+    return out
+
+
+@pytest.mark.parametrize("name", ["summary.json", "meta.json", "flows.parquet", "sub/x.html"])
+def test_report_into_a_record_is_refused(sweep, rec, name):
+    before = digest(sweep)
+    refused(["report", str(rec), "-o", str(rec / name)], "--out (-o)", "inside the run record")
+    assert digest(sweep) == before
+
+
+@pytest.mark.parametrize("name", ["points.json", "sweep.toml", "results.parquet", "failures.json", "sweep.lock",
+                                  "runs/fixture0000000000000/flows.parquet", "runs/new.html", "corrupt/x.html"])
+def test_report_over_sweep_data_is_refused(sweep, name):
+    before = digest(sweep)
+    refused(["report", str(sweep), "-o", str(sweep / name)], "--out (-o)")
+    assert digest(sweep) == before
+
+
+def test_report_over_other_files_and_dirs(sweep, rec, tmp_path):
+    precious = tmp_path / "precious.html"
+    precious.write_text("<html>mine</html>")
+    refused(["report", str(rec), "-o", str(precious)], "--out (-o)", "not an HTML report cclab wrote")
+    assert precious.read_text() == "<html>mine</html>"
+    txt = tmp_path / "f.txt"
+    txt.write_text("x")
+    refused(["report", str(rec), "-o", str(txt)], "--out (-o)")
+    refused(["report", str(rec), "-o", str(txt / "x.html")], "--out (-o)", "is not a directory")
+    refused(["report", str(rec), "-o", str(tmp_path)], "--out (-o)", "is a directory")
+    refused(["report", str(rec), "-o", ""], "--out (-o)", "empty")
+    refused(["report", str(rec), "-o", "/"], "--out (-o)")
+    refused(["report", str(rec), "-o", "/proc/x.html"], "--out (-o)")
+
+
+def test_report_replaces_its_own_report(sweep, rec, tmp_path):
+    out = tmp_path / "r.html"
+    for _ in range(2):
+        r = CliRunner().invoke(app, ["report", str(rec), "-o", str(out)])
+        assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(app, ["report", str(rec)])  # the default, the record's own report.html
+    assert r.exit_code == 0 and (rec / "report.html").exists(), r.output
+
+
+def test_plot_bad_out(sweep, rec, tmp_path):
+    txt = tmp_path / "existing_file.txt"
+    txt.write_text("x")
+    refused(["plot", str(rec), "-o", str(txt)], "--out (-o)", "not a directory")
+    refused(["plot", str(rec), "-o", str(txt / "sub")], "--out (-o)", "not a directory")
+    refused(["plot", str(rec), "-o", "/proc/nope"], "--out (-o)")
+    refused(["plot", str(rec), "-o", ""], "--out (-o)", "empty")
+    assert txt.read_text() == "x"
+    before = digest(sweep)
+    refused(["plot", str(rec), "-o", str(rec)], "--out (-o)", "inside the run record")
+    refused(["plot", str(rec), "-o", str(rec / "sub")], "--out (-o)", "inside the run record")
+    refused(["plot", str(sweep), "-o", str(sweep / "runs" / "figs")], "--out (-o)", "runs/")
+    assert digest(sweep) == before
+
+
+@pytest.mark.parametrize("name", ["../../../FIGESCAPE", "/tmp/FIGABS", "", "a/b", "..", "a\\\\b"])
+def test_figure_name_must_be_plain(sweep, tmp_path, name):
+    toml = sweep / "sweep.toml"
+    toml.write_text(toml.read_text() + f'\n[[figures]]\nkind = "jain"\nname = "{name}"\n')
+    out = tmp_path / "w" / "fo"
+    refused(["plot", str(sweep), "-o", str(out)], "[[figures]] name", "expected a plain file name")
+    assert not out.exists() and not list(tmp_path.glob("**/FIG*")) and not Path("/tmp/FIGABS.png").exists()
+    refused(["report", str(sweep), "-o", str(tmp_path / "r.html")], "[[figures]] name")
+
+
+def test_figure_name_checked_at_sweep_load(tmp_path):
+    from cclab.sweep import SweepError, load_sweep
+
+    shutil.copytree(FIX / "loss", tmp_path / "loss")
+    (tmp_path / "base.toml").write_text((FIX / "records" / "runs" / "fixture0000000000000" /
+                                         "scenario.toml").read_text())
+    f = tmp_path / "s.toml"
+    f.write_text('base = "base.toml"\n[axes]\n"link.buffer" = ["1bdp"]\n[[figures]]\nkind = "jain"\n'
+                 'name = "../x"\n')
+    with pytest.raises(SweepError, match=r"\[\[figures\]\] name '\.\./x'"):
+        load_sweep(f)
+
+
+def test_reproduce_checks_backend_and_name_first(tmp_path):
+    from cclab import presets
+
+    name = next(iter(presets.PRESETS))
+    out = tmp_path / "rp"
+    refused(["reproduce", name, "--backend", "bogus", "-o", str(out)], "--backend", "'bogus'", "sim")
+    assert not out.exists()
+    refused(["reproduce", "nosuch", "--list"], "no preset 'nosuch'")
+    refused(["reproduce", "nosuch"], "no preset 'nosuch'")
+
+
+def test_plot_into_a_records_own_figures(rec):
+    r = CliRunner().invoke(app, ["plot", str(rec), "-k", "jain", "-o", str(rec / "figures")])
+    assert r.exit_code == 0, r.output
