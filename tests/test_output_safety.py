@@ -399,3 +399,13 @@ def test_table_of_a_sweep_directory_it_cannot_write_still_answers(fake, tmp_path
 
     assert "results.parquet: not updated (Operation not permitted)" in read_results(out).attrs["not_written"]
     assert len([ln for ln in r.output.splitlines() if ln.count(",") >= 2]) == 3  # header + two points
+
+
+def test_table_refuses_each_metric_pattern_that_matches_nothing(fake, tmp_path):
+    out = tmp_path / "D"
+    assert runner.invoke(app, ["sweep", str(write_sweep(tmp_path, "s.toml", ["1bdp"])), "--out", str(out),
+                               "--no-progress", "--jobs", "1"]).exit_code == 0  # fmt: skip
+    line = one_line_error(runner.invoke(app, ["table", str(out), "-m", "agg.goodput_bps", "-m", "nosuch"]),
+                          "-m nosuch: no metric matches")  # fmt: skip
+    assert "agg.goodput_bps" in line  # among the available ones
+    assert runner.invoke(app, ["table", str(out), "-m", "agg.goodput_bps"]).exit_code == 0

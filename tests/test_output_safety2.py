@@ -4,6 +4,7 @@ refused with one line naming the option, and nothing already written is lost."""
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
@@ -131,3 +132,41 @@ def test_reproduce_checks_backend_and_name_first(tmp_path):
 def test_plot_into_a_records_own_figures(rec):
     r = CliRunner().invoke(app, ["plot", str(rec), "-k", "jain", "-o", str(rec / "figures")])
     assert r.exit_code == 0, r.output
+
+
+# ---------------------------------------------------------------- figure parameters of the wrong type
+
+
+@pytest.mark.parametrize("kind, params, needle", [
+    ("line", {"y": 5}, "y = 5 is not a string"),
+    ("line", {"hue": 5}, "hue = 5 is not a string or a list of strings"),
+    ("line", {"logx": "no"}, "logx = 'no' is not true or false"),
+    ("line", {"title": 5}, "title = 5 is not a string"),
+    ("line", {"band": "bogus"}, "band = 'bogus'; expected one of auto, trials, samples, none"),
+    ("heatmap", {"gain": "yes"}, "gain = 'yes' is not a table"),
+    ("jain", {"smooth_s": "1s"}, "smooth_s = '1s' is not a number"),
+    ("jain", {"smooth_s": -1.0}, "smooth_s = -1.0; expected a number of seconds > 0"),
+    ("period", {"min_period_s": -5.0}, "min_period_s = -5.0; expected a number of seconds > 0"),
+])  # fmt: skip
+def test_a_figure_parameter_of_the_wrong_type_is_one_line(kind, params, needle):
+    from cclab.figures import FigureError, check_params, REGISTRY
+
+    with pytest.raises(FigureError, match=re.escape(needle)):
+        check_params(kind, REGISTRY[kind].draw, params)
+    check_params("line", REGISTRY["line"].draw, {"y": "agg.jain", "hue": ["a", "b"], "logx": True, "band": "none"})
+    check_params("jain", REGISTRY["jain"].draw, {"smooth_s": 2, "trial": 0})
+
+
+def test_plot_that_skips_a_figure_asked_for_does_not_exit_0(tmp_path):
+    from typer.testing import CliRunner
+
+    from cclab.cli import app
+
+    rec = tmp_path / "A"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "run-bbr-cubic", rec)
+    r = CliRunner().invoke(app, ["plot", str(rec), "-k", "jain", "-k", "line", "-o", str(tmp_path / "figs")])
+    assert r.exit_code == 1, r.output
+    assert "skipped figure" in r.output and "needs a sweep directory" in r.output
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir())  # jain was drawn all the same
+    ok = CliRunner().invoke(app, ["plot", str(rec), "-k", "jain", "-o", str(tmp_path / "figs2")])
+    assert ok.exit_code == 0, ok.output

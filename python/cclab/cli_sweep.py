@@ -205,6 +205,8 @@ def register(app: typer.Typer) -> None:
                         f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else "")) from None
         for path in written:
             typer.echo(str(path))
+        if figures.last_skipped:  # drawn what could be, but not everything asked for: not a success
+            raise typer.Exit(1)
 
     @app.command("report")
     def report_cmd(
@@ -323,11 +325,10 @@ def select_metrics(columns: list[str], patterns: list[str] | None) -> list[str]:
         return headline_metrics(columns)
     out: list[str] = []
     for pat in patterns:
-        for c in columns:
-            if fnmatch.fnmatchcase(c, pat) and c not in out:
-                out.append(c)
-    if not out:
-        raise _fail(f"no metric matches {', '.join(patterns)}; available: {', '.join(columns)}")
+        found = [c for c in columns if fnmatch.fnmatchcase(c, pat)]
+        if not found:  # each pattern on its own: one that matches nothing is a typo, never dropped
+            raise _fail(f"-m {pat}: no metric matches; available: {', '.join(columns)}")
+        out += [c for c in found if c not in out]
     return out
 
 

@@ -33,6 +33,7 @@ try:  # Python ≥ 3.11
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover — Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
+import types
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -172,6 +173,7 @@ def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **p
     params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
     if fk.scope == "sweep" and target.kind != "sweep":
         raise FigureError(f"figure {kind!r} needs a sweep directory, {target.path} is a run")
+    check_params(kind, fk.draw, params)
     try:
         with paper_style(size):
             return fit_width(fk.draw(target, **params), size)
@@ -179,6 +181,60 @@ def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **p
         if "unexpected keyword" in str(e):
             raise FigureError(f"figure {kind!r}: {e}") from None
         raise
+
+
+#: What a figure parameter's annotation allows, as the error says it (``check_params``).
+_KIND_WORDS = {str: "a string", bool: "true or false", int: "an integer", float: "a number", dict: "a table",
+               list: "a list of strings", type(None): "nothing"}  # fmt: skip
+#: Parameters of a figure that are durations or widths in seconds: a number > 0.
+_POSITIVE = ("smooth_s", "min_period_s", "bin_s")
+#: Parameters that take one of a few words (the figure's own docs list them).
+_CHOICES = {("line", "band"): ("auto", "trials", "samples", "none")}
+
+
+def check_params(kind: str, fn: Callable[..., Figure], params: dict[str, Any]) -> None:
+    """Refuse (:class:`FigureError`, one line) a figure parameter whose value its function's
+    annotation does not allow — `y = 5`, `logx = "no"`, `smooth_s = "1s"` would otherwise crash in
+    the drawing, or (a string for a switch) be taken as true — a duration that is not > 0, or a
+    word outside a parameter's choices. Parameters without an annotation pass as given."""
+    import math
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation this Python cannot evaluate: nothing to check against
+        return
+    for name, value in params.items():
+        hint = hints.get(name)
+        if hint is None:
+            continue
+        allowed = list(typing.get_args(hint)) if typing.get_origin(hint) in (typing.Union, types.UnionType) else [hint]
+        ok = False
+        for a in allowed:
+            base = typing.get_origin(a) or a
+            if base is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            elif base is int:
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            elif base is list:
+                ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            elif base is type(None):
+                ok = value is None
+            elif isinstance(base, type):
+                ok = isinstance(value, base)
+            else:
+                ok = True  # Any and the like
+            if ok:
+                break
+        words = " or ".join(dict.fromkeys(_KIND_WORDS.get(typing.get_origin(a) or a, str(a)) for a in allowed
+                                          if a is not type(None)))  # fmt: skip
+        if not ok:
+            raise FigureError(f"figure {kind!r}: {name} = {value!r} is not {words}; expected {words}")
+        if name in _POSITIVE and value is not None and not (math.isfinite(value) and value > 0):
+            raise FigureError(f"figure {kind!r}: {name} = {value!r}; expected a number of seconds > 0")
+        choices = _CHOICES.get((kind, name))
+        if choices and value not in choices:
+            raise FigureError(f"figure {kind!r}: {name} = {value!r}; expected one of {', '.join(choices)}")
 
 
 def default_specs(target: Target) -> list[dict[str, Any]]:
@@ -264,7 +320,9 @@ def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=(
 
 def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None,
                formats: tuple[str, ...] = ("png", "svg"), size: str | None = None) -> list[Path]:  # fmt: skip
-    """`cclab plot`: draw the default (or the named kinds of) figures; return the files."""
+    """`cclab plot`: draw the default (or the named kinds of) figures; return the files (those that
+    could not be drawn are printed as skipped and kept in :data:`last_skipped`)."""
+    last_skipped.clear()
     target = Target(path)
     specs = default_specs(target)
     if kinds:
@@ -288,7 +346,12 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
         import sys
 
         print(f"skipped figure {e}", file=sys.stderr)
+    last_skipped[:] = errors
     return written
+
+
+#: The figures the last :func:`render_all` skipped (``name: reason``), for ``cclab plot``'s exit code.
+last_skipped: list[str] = []
 
 
 # register the kinds
