@@ -267,3 +267,15 @@ def test_plot_for_a_paper_column_writes_vector_pdf(fx, tmp_path):
     assert fig.axes[0].xaxis.label.get_fontsize() == 8  # paper text size
     bad = CliRunner().invoke(app, ["plot", str(fx("buffer")), "--format", "gif"])
     assert bad.exit_code == 2 and "expected png, svg or pdf" in bad.output
+
+
+def test_a_trial_that_does_not_exist_an_unknown_facet_and_a_table_are_refused(fx):
+    from cclab.figures import FigureError
+
+    t = Target(fx("records"))
+    with pytest.raises(FigureError, match=r"trial = 99: .* has no complete run of that trial; expected one of 0"):
+        draw(t, "jain", trial=99)  # before: every trial overlaid, as if trial 0 had been asked for
+    with pytest.raises(FigureError, match=r"table = '\.\./\.\./x/flows'; expected one of link, flows"):
+        draw(t, "series", table="../../x/flows")  # before: a Parquet file read from outside the record
+    with pytest.raises(FigureError, match=r"facet 'nope' is not an axis"):
+        draw(t, "scatter", facet="nope")

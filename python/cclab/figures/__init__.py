@@ -126,7 +126,11 @@ class Target:
         if self.kind == "run":
             return [({}, self.path)]
         df = self.results
-        df = df[df["trial"] == trial] if (df["trial"] == trial).any() else df
+        if not (df["trial"] == trial).any():  # never all trials overlaid in place of the one asked for
+            have = sorted({int(t) for t in df["trial"]})
+            raise FigureError(f"trial = {trial!r}: {self.path} has no complete run of that trial; expected one of "
+                              f"{', '.join(map(str, have)) or '(none yet)'}")  # fmt: skip
+        df = df[df["trial"] == trial]
         return [({a: row[a] for a in self.axes}, self.path / "runs" / row["run_id"]) for _, row in df.iterrows()]
 
     def run_records(self, trial: int = 0):
@@ -189,7 +193,7 @@ _KIND_WORDS = {str: "a string", bool: "true or false", int: "an integer", float:
 #: Parameters of a figure that are durations or widths in seconds: a number > 0.
 _POSITIVE = ("smooth_s", "min_period_s", "bin_s")
 #: Parameters that take one of a few words (the figure's own docs list them).
-_CHOICES = {("line", "band"): ("auto", "trials", "samples", "none")}
+_CHOICES = {("line", "band"): ("auto", "trials", "samples", "none"), ("series", "table"): ("link", "flows")}
 
 
 def check_params(kind: str, fn: Callable[..., Figure], params: dict[str, Any]) -> None:

@@ -207,6 +207,11 @@ def _ellipse(ax, xs: np.ndarray, ys: np.ndarray, color: str, logx: bool) -> bool
 @register("scatter", "both", "throughput vs delay per algorithm with 1-σ trial ellipses (Pantheon-style)")
 def scatter(target: Target, delay: str = "rtt_ms_p95", facet: str | list[str] | None = None,
             title: str | None = None) -> Figure:  # fmt: skip
+    axes = target.axes if target.kind == "sweep" else []
+    for a in [] if facet is None else [facet] if isinstance(facet, str) else facet:
+        if a not in axes:
+            raise FigureError(f"figure 'scatter': facet {a!r} is not an axis of {target.path}; expected one of "
+                              f"{', '.join(axes) or '(none: a single run has no axes)'}")  # fmt: skip
     rows = []
     for params, summary, _d in _summaries(target):
         for cca, a in (summary.get("per_algorithm") or {}).items():
