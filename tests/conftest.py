@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -48,3 +49,25 @@ def make_ir():
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+@pytest.fixture
+def run_record(tmp_path) -> Path:
+    """A complete run record to damage or refuse to write into: a copy of ``fixtures/run-bbr-cubic``."""
+    from cclab import record
+
+    d = tmp_path / "A"
+    shutil.copytree(FIXTURES / "run-bbr-cubic", d)
+    assert record.verify(d) is None
+    return d
+
+
+@pytest.fixture
+def record_parts(raw_ir):
+    """The keyword arguments of ``cclab.record.write_run`` for the synthetic output."""
+    from cclab import metrics
+
+    raw, ir = raw_ir
+    flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+    return dict(scenario_toml='name = "synthetic"\n', ir=ir, meta={"backend": "sim", "seed": 1}, flows=flows,
+                link=link, summary=metrics.summary(flows, link, ir))  # fmt: skip

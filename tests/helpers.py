@@ -134,3 +134,16 @@ def has_simulate() -> bool:
 
 #: Skip a test until the engine has simulate() (then it runs for real).
 needs_engine = pytest.mark.skipif(not has_simulate(), reason="cclab._native has no simulate() yet (engine not landed)")
+
+
+def one_line_error(result, *needles: str) -> str:
+    """A CLI result (typer's ``CliRunner``) that refused its input the project's way: exit 2, no
+    exception escaping, one ``error: …`` line holding every needle, no traceback. Returns the line."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    lines = [ln for ln in result.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert "Traceback" not in result.output
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]

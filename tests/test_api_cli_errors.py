@@ -142,7 +142,7 @@ def test_an_out_where_nothing_can_be_created_names_the_out_not_a_temporary_direc
 
 def test_save_plot_checks_every_format_before_writing_and_bin_s_is_a_width(tmp_path):
     r = cclab.run(SMALL, out=tmp_path / "r", plot=False)
-    with pytest.raises(ValueError, match="figure format 'jpg' is not supported"):
+    with pytest.raises(ValueError, match="formats: 'jpg' is not a figure format"):
         r.save_plot(tmp_path / "fig", formats=("png", "jpg"))
     assert not list(tmp_path.glob("fig.*"))  # the PNG was not written before the refusal
     with pytest.raises(ValueError, match="formats: empty"):

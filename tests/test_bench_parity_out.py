@@ -5,11 +5,11 @@ over a record's summary.json and exited 0; parity had no check of --out at all).
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+
+from helpers import one_line_error
 
 from cclab import bench, record
 from cclab.cli import app
@@ -17,40 +17,24 @@ from cclab.parity.matrix import CASES
 from cclab.parity.run import run_parity
 from cclab.store import SweepDirError
 
-FIXTURES = Path(__file__).parent / "fixtures"
 runner = CliRunner()
 
 
-@pytest.fixture
-def rec(tmp_path) -> Path:
-    d = tmp_path / "A"
-    shutil.copytree(FIXTURES / "run-bbr-cubic", d)
-    assert record.verify(d) is None
-    return d
-
-
-def _one_line(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
-
-
-def test_bench_json_target_is_checked_before_any_case_runs(rec, tmp_path, monkeypatch):
+def test_bench_json_target_is_checked_before_any_case_runs(run_record, tmp_path, monkeypatch):
     ran = []
     monkeypatch.setattr(bench, "run_case", lambda *a, **k: ran.append(a) or {})
-    before = (rec / "summary.json").read_bytes()
-    _one_line(runner.invoke(app, ["bench", "--quick", "--only", "cubic-100M-25ms", "--json", str(rec / "summary.json")]),
-              "--json", "lies inside the run record")  # fmt: skip
+    before = (run_record / "summary.json").read_bytes()
+    into = str(run_record / "summary.json")
+    one_line_error(runner.invoke(app, ["bench", "--quick", "--only", "cubic-100M-25ms", "--json", into]), "--json",
+                   "lies inside the run record")  # fmt: skip
     other = tmp_path / "notes.json"
     other.write_text('{"mine": 1}')
-    _one_line(runner.invoke(app, ["bench", "--quick", "--json", str(other)]), "exists and is not a cclab bench JSON")
-    _one_line(runner.invoke(app, ["bench", "--quick", "--json", str(tmp_path)]), "is a directory")
-    _one_line(runner.invoke(app, ["bench", "--quick", "--json", str(other / "x.json")]), "is not a directory")
-    assert ran == [] and (rec / "summary.json").read_bytes() == before and other.read_text() == '{"mine": 1}'
-    assert record.verify(rec) is None
+    one_line_error(runner.invoke(app, ["bench", "--quick", "--json", str(other)]),
+                   "exists and is not a cclab bench JSON")  # fmt: skip
+    one_line_error(runner.invoke(app, ["bench", "--quick", "--json", str(tmp_path)]), "is a directory")
+    one_line_error(runner.invoke(app, ["bench", "--quick", "--json", str(other / "x.json")]), "is not a directory")
+    assert ran == [] and (run_record / "summary.json").read_bytes() == before and other.read_text() == '{"mine": 1}'
+    assert record.verify(run_record) is None
 
 
 def test_bench_json_of_an_earlier_bench_is_replaced(tmp_path):
@@ -61,26 +45,27 @@ def test_bench_json_of_an_earlier_bench_is_replaced(tmp_path):
 
 
 def test_bench_only_is_not_silently_ignored_by_vs_ns3():
-    _one_line(runner.invoke(app, ["bench", "--vs-ns3", "--only", "zzz"]), "--only zzz", "not used by --vs-ns3")
+    one_line_error(runner.invoke(app, ["bench", "--vs-ns3", "--only", "zzz"]), "--only zzz", "not used by --vs-ns3")
 
 
-def test_parity_out_is_checked_before_the_preflight(rec, tmp_path):
-    before = {p.name for p in rec.iterdir()}
-    _one_line(runner.invoke(app, ["parity", "--case", CASES[0].id, "--out", str(rec)]), "--out", "is a run record")
+def test_parity_out_is_checked_before_the_preflight(run_record, tmp_path):
+    before = {p.name for p in run_record.iterdir()}
+    one_line_error(runner.invoke(app, ["parity", "--case", CASES[0].id, "--out", str(run_record)]), "--out",
+                   "is a run record")  # fmt: skip
     (tmp_path / "plain").mkdir()
     (tmp_path / "plain" / "notes.txt").write_text("mine")
-    _one_line(runner.invoke(app, ["parity", "--case", CASES[0].id, "--out", str(tmp_path / "plain")]),
+    one_line_error(runner.invoke(app, ["parity", "--case", CASES[0].id, "--out", str(tmp_path / "plain")]),
               "is not empty and is not a sweep directory")  # fmt: skip
-    assert {p.name for p in rec.iterdir()} == before and record.verify(rec) is None
+    assert {p.name for p in run_record.iterdir()} == before and record.verify(run_record) is None
     with pytest.raises(SweepDirError, match="is a run record"):  # the Python API too, before anything is created
-        run_parity([], rec)
-    assert {p.name for p in rec.iterdir()} == before
+        run_parity([], run_record)
+    assert {p.name for p in run_record.iterdir()} == before
 
 
 def test_parity_case_patterns_that_match_nothing_or_everything_are_refused():
     ok = CASES[0].id
-    _one_line(runner.invoke(app, ["parity", "--list", "--case", ok, "--case", "zzzzzz"]), "--case zzzzzz",
+    one_line_error(runner.invoke(app, ["parity", "--list", "--case", ok, "--case", "zzzzzz"]), "--case zzzzzz",
               "no case matches")  # fmt: skip
-    _one_line(runner.invoke(app, ["parity", "--list", "--case", ""]), "empty pattern would match every case")
+    one_line_error(runner.invoke(app, ["parity", "--list", "--case", ""]), "empty pattern would match every case")
     r = runner.invoke(app, ["parity", "--list", "--case", ok])
     assert r.exit_code == 0 and ok in r.output

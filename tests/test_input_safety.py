@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import one_line_error
 from typer.testing import CliRunner
 
 from cclab.cli import app
@@ -38,16 +39,6 @@ def write(tmp_path: Path, name: str = '"t"', duration: str = "10s", interval: st
     p = tmp_path / "s.toml"
     p.write_text(SCENARIO.format(name=name, duration=duration, interval=interval, count=count, link=link, extra=extra))
     return p
-
-
-def one_line_error(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert "Traceback" not in result.output
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 # ---------------------------------------------------------------- resource limits

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sweep"))
 import fake_engine  # noqa: E402
+import helpers  # noqa: E402
 from helpers import FIXTURES, needs_engine  # noqa: E402
 
 from cclab import record  # noqa: E402
@@ -51,14 +51,10 @@ rtt = "20ms"
 
 
 def one_line_error(result, *needles: str) -> str:
-    assert result.exit_code == 2, result.output
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    assert "Traceback" not in result.output and "Errno" not in lines[0], lines[0]
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
+    """:func:`helpers.one_line_error`, and no raw ``[Errno …]`` text in the line."""
+    line = helpers.one_line_error(result, *needles)
+    assert "Errno" not in line, line
+    return line
 
 
 def tree(path: Path) -> dict[str, bytes]:
@@ -66,12 +62,8 @@ def tree(path: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def rec(tmp_path) -> Path:
-    """A complete run record (a copy of the fixture)."""
-    d = tmp_path / "A"
-    shutil.copytree(FIXTURES / "run-bbr-cubic", d)
-    assert record.verify(d) is None
-    return d
+def rec(run_record) -> Path:
+    return run_record
 
 
 @pytest.fixture
@@ -108,7 +100,7 @@ def test_compare_refuses_a_sweep_directory_s_records(rec, tmp_path):
     (sweep / "runs").mkdir(parents=True)
     (sweep / "points.json").write_text("[]")
     one_line_error(runner.invoke(app, ["compare", str(rec), str(rec), "--out", str(sweep / "runs")]),
-                   "--out", "records of the sweep directory")  # fmt: skip
+                   "--out", "lies under runs/ of the sweep directory")  # fmt: skip
     assert list((sweep / "runs").iterdir()) == []
 
 
@@ -182,13 +174,8 @@ def test_run_refuses_a_record_inside_a_record(tmp_path, parts):
 
 
 @pytest.fixture
-def parts(raw_ir):
-    from cclab import metrics
-
-    raw, ir = raw_ir
-    flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
-    return dict(scenario_toml='name = "synthetic"\n', ir=ir, meta={"backend": "sim", "seed": 1}, flows=flows,
-                link=link, summary=metrics.summary(flows, link, ir))  # fmt: skip
+def parts(record_parts):
+    return record_parts
 
 
 @needs_engine

@@ -94,7 +94,7 @@ def test_state_spans():
 
 
 def test_bad_format(run, tmp_path):
-    with pytest.raises(ValueError, match="not supported"):
+    with pytest.raises(ValueError, match="formats: 'gif' is not a figure format"):
         run.save_plot(tmp_path / "x", formats=("gif",))
 
 

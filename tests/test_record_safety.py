@@ -19,11 +19,12 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from cclab import metrics, record
+from cclab import record
 from cclab.cli import app
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "sweep"))
 import fake_engine  # noqa: E402
+from helpers import one_line_error  # noqa: E402
 
 runner = CliRunner()
 
@@ -67,20 +68,8 @@ def scenario(monkeypatch, tmp_path, make_raw):
 
 
 @pytest.fixture
-def parts(raw_ir):
-    raw, ir = raw_ir
-    flows, link = metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
-    return dict(scenario_toml='name = "synthetic"\n', ir=ir, meta={"backend": "sim", "seed": 1}, flows=flows,
-                link=link, summary=metrics.summary(flows, link, ir))  # fmt: skip
-
-
-def _one_line_error(result, *needles):
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
+def parts(record_parts):
+    return record_parts
 
 
 # ---------------------------------------------------------------- --overwrite
@@ -91,7 +80,7 @@ def test_overwrite_refuses_a_directory_cclab_did_not_write(scenario, tmp_path):
     precious.mkdir()
     (precious / "chapter1.tex").write_text("years of work")
     (precious / "data").mkdir()
-    line = _one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(precious), "--overwrite"]),
+    line = one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(precious), "--overwrite"]),
                            "not overwritten", "not a run record cclab wrote")  # fmt: skip
     assert "choose another output directory" in line
     assert (precious / "chapter1.tex").read_text() == "years of work" and (precious / "data").is_dir()
@@ -102,7 +91,7 @@ def test_overwrite_refuses_a_record_holding_user_files(scenario, tmp_path):
     out = tmp_path / "run"
     assert runner.invoke(app, ["run", str(scenario), "--out", str(out)]).exit_code == 0
     (out / "my-notes.txt").write_text("keep me")
-    _one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(out), "--overwrite"]),
+    one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(out), "--overwrite"]),
                     "not overwritten", "'my-notes.txt'")  # fmt: skip
     assert (out / "my-notes.txt").read_text() == "keep me" and record.is_complete(out)
 
@@ -110,13 +99,13 @@ def test_overwrite_refuses_a_record_holding_user_files(scenario, tmp_path):
 def test_overwrite_refuses_a_file_and_a_fake_manifest_with_foreign_files(scenario, tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
-    _one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(f), "--overwrite"]), "not a directory")
+    one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(f), "--overwrite"]), "not a directory")
     assert f.read_text() == "x"
     fake = tmp_path / "fake"
     fake.mkdir()
     (fake / "manifest.json").write_text(json.dumps({"format": "something else", "files": {}}))
     (fake / "meta.json").write_text(json.dumps({"status": "complete", "record_version": 2}))
-    _one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(fake), "--overwrite"]), "not overwritten")
+    one_line_error(runner.invoke(app, ["run", str(scenario), "--out", str(fake), "--overwrite"]), "not overwritten")
     assert (fake / "manifest.json").exists()
 
 

@@ -171,26 +171,15 @@ def run(
         raise
 
 
-#: Figure formats :func:`run` can draw (``cclab.plot.save_figure``).
-FIGURE_FORMATS = ("png", "svg", "pdf")
-
-
-def _figure_formats(formats: Iterable[str] | str) -> tuple[str, ...]:
-    """``formats`` checked before anything runs (one name is accepted as a one-element list)."""
-    names = (formats,) if isinstance(formats, str) else tuple(formats)
-    for fmt in names:
-        if not isinstance(fmt, str) or fmt.lower().lstrip(".") not in FIGURE_FORMATS:
-            raise ValueError(f"formats: {fmt!r} is not a figure format; expected some of: {', '.join(FIGURE_FORMATS)}")
-    return names
-
-
 def run_prepared(ir: Mapping[str, Any], scenario_toml: str, out: str | Path, *, backend: str = "sim",
                  plot: bool = True, formats: Iterable[str] | str = ("png",), overwrite: bool = False,
                  allow_large: bool = False) -> Run:  # fmt: skip
     """:func:`run` of what :func:`prepare` returned (the IR and the scenario text the record keeps),
     into ``out`` — without validating and resolving the scenario again."""
     if plot:
-        formats = _figure_formats(formats)
+        from cclab.fsutil import figure_formats
+
+        formats = figure_formats(formats)
     result = _run(dict(ir), scenario_toml, Path(out), backend=backend, overwrite=overwrite, allow_large=allow_large)
     if plot:
         result.figures = result.save_plot(formats=tuple(formats))

@@ -197,7 +197,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
         out_dir = _check_plot_out(out) if out is not None else None
         try:
-            written = figures.render_all(target, kinds=kind, out_dir=out_dir, formats=formats, size=size)
+            written, skipped = figures.render_all(target, kinds=kind, out_dir=out_dir, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
             raise _fail(str(e)) from None
         except OSError as e:
@@ -205,7 +205,9 @@ def register(app: typer.Typer) -> None:
                         f"{e.strerror or e}" + (f" ({e.filename})" if e.filename else "")) from None
         for path in written:
             typer.echo(str(path))
-        if figures.last_skipped:  # drawn what could be, but not everything asked for: not a success
+        for e in skipped:
+            typer.echo(f"skipped figure {e}", err=True)
+        if skipped:  # drawn what could be, but not everything asked for: not a success
             raise typer.Exit(1)
 
     @app.command("report")
@@ -293,7 +295,7 @@ def _check_plot_out(out: str) -> Path:
     import os
 
     from cclab.record import enclosing_record
-    from cclab.report import sweep_part
+    from cclab.store import sweep_part
 
     allowed = "expected a directory for the figures (created if missing)"
     if out == "":

@@ -243,7 +243,7 @@ def check_out(out: str | Path) -> Path:
     Refused: an existing file; a run record or a directory inside one (a record holds only what its run
     wrote, or it could no longer be overwritten); a sweep directory's ``runs/`` or anything inside it.
     """
-    from cclab.store import POINTS, RUNS, SWEEP_FILE
+    from cclab.store import sweep_part
 
     out = Path(out)
     allowed = allowed_out()
@@ -253,9 +253,9 @@ def check_out(out: str | Path) -> Path:
     if rec is not None:
         where = "is a run record" if rec == Path(os.path.normpath(out.absolute())) else f"lies inside the run record {rec}"
         raise RecordError(f"--out {out}: {where}; compare never writes into a run record — {allowed}")
-    for d in [Path(os.path.normpath(out.absolute())), *Path(os.path.normpath(out.absolute())).parents]:
-        if d.name == RUNS and ((d.parent / POINTS).is_file() or (d.parent / SWEEP_FILE).is_file()):
-            raise RecordError(f"--out {out}: lies inside the records of the sweep directory {d.parent}; {allowed}")
+    why = sweep_part(out)
+    if why is not None:
+        raise RecordError(f"--out {out}: {why}; {allowed}")
     return out
 
 

@@ -6,7 +6,8 @@ the target's directory, created by :func:`tempfile.mkstemp` (``O_EXCL``, a
 unique random name, never an existing file or a symlink someone left there),
 fsynced, then renamed over the target. ``rename`` replaces a symlink at the
 target name instead of writing through it, and readers see the old file or
-the new one, never half of one.
+the new one, never half of one. :func:`figure_formats` checks the figure
+formats asked for before anything is drawn or written.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_file", "atomic_write_bytes", "atomic_write_text", "default_mode"]
+__all__ = ["FIGURE_FORMATS", "atomic_file", "atomic_write_bytes", "atomic_write_text", "default_mode", "figure_formats"]
 
 
 def default_mode() -> int:
@@ -56,3 +57,23 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_file`)."""
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+#: Figure formats cclab draws (``cclab.plot.save_figure``).
+FIGURE_FORMATS = ("png", "svg", "pdf")
+
+
+def figure_formats(formats: Iterable[str] | str) -> tuple[str, ...]:
+    """``formats`` checked and normalised (``".PDF"`` → ``"pdf"``) before anything is run or written;
+    one name is a one-element list, not its letters. :class:`ValueError` for an empty list or an
+    unknown format (here, not in ``cclab.plot``, so that ``cclab.run`` checks them before the run
+    without importing matplotlib)."""
+    names = (formats,) if isinstance(formats, str) else tuple(formats)
+    if not names:
+        raise ValueError(f"formats: empty; expected some of: {', '.join(FIGURE_FORMATS)}")
+    out = []
+    for fmt in names:
+        if not isinstance(fmt, str) or fmt.lower().lstrip(".") not in FIGURE_FORMATS:
+            raise ValueError(f"formats: {fmt!r} is not a figure format; expected some of: {', '.join(FIGURE_FORMATS)}")
+        out.append(fmt.lower().lstrip("."))
+    return tuple(out)

@@ -64,7 +64,7 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
 from cclab.errors import printable
-from cclab.fsutil import atomic_file
+from cclab.fsutil import atomic_file, figure_formats
 from cclab.metrics import in_window, measure_window_ns, with_link_column
 
 __all__ = [
@@ -746,16 +746,7 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] | str = ("
     base = Path(path)
     if base.suffix.lower() in (".png", ".svg", ".pdf"):
         base = base.with_suffix("")
-    # every format checked before anything is written (one name is a one-element list, not its letters)
-    names = [formats] if isinstance(formats, str) else list(formats)
-    if not names:
-        raise ValueError("formats: empty; expected at least one of png, svg, pdf")
-    fmts = []
-    for fmt in names:
-        f = fmt.lower().lstrip(".") if isinstance(fmt, str) else fmt
-        if f not in ("png", "svg", "pdf"):
-            raise ValueError(f"figure format {fmt!r} is not supported; expected png, svg or pdf")
-        fmts.append(f)
+    fmts = figure_formats(formats)  # every one checked before anything is written
     base.parent.mkdir(parents=True, exist_ok=True)
     written = []
     for fmt in fmts:

@@ -482,6 +482,30 @@ def flatten_summary(summary: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def sweep_part(path: str | Path) -> str | None:
+    """Why ``path`` is part of a sweep directory's own data (one of its files, or anything under its
+    ``runs/`` or ``corrupt/``), or ``None``. ``path`` need not exist."""
+    given = Path(os.path.normpath(Path(path).absolute()))
+    try:
+        real = Path(path).resolve()
+    except (OSError, RuntimeError):
+        real = given
+    for p in dict.fromkeys([given, real]):
+        for parent in p.parents:
+            try:
+                is_sweep = (parent / POINTS).is_file() or (parent / SWEEP_FILE).is_file()
+            except OSError:
+                is_sweep = False
+            if not is_sweep:
+                continue
+            rel = p.relative_to(parent).parts
+            if rel[0] in (RUNS, CORRUPT):
+                return f"lies under {rel[0]}/ of the sweep directory {parent}"
+            if len(rel) == 1 and rel[0] in (SWEEP_FILE, POINTS, RESULTS, FAILURES, LOCK):
+                return f"is the sweep directory {parent}'s own {rel[0]}"
+    return None
+
+
 def read_results(sweep_dir: str | Path, rebuild: bool | None = None) -> pd.DataFrame:
     """The sweep's results table.
 

@@ -58,8 +58,8 @@ class SimStream:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The chunks in time order. The engine runs one chunk ahead, in a thread of its own
         (``advance`` releases the GIL): while the caller turns chunk k into frames and writes
-        it, the engine computes chunk k + 1, so on two cores a run's wall time tends to the
-        larger of the two instead of their sum. The chunks are the same either way."""
+        it, the engine computes chunk k + 1, so with a second core the two overlap (how much a run
+        gains depends on the machine: docs/performance.md). The chunks are the same either way."""
         ends: list[int] = []
         t = 0
         while t < self._end:

@@ -323,10 +323,10 @@ def render(target: Target, specs: list[dict[str, Any]], out_dir: Path, formats=(
 
 
 def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path | None = None,
-               formats: tuple[str, ...] = ("png", "svg"), size: str | None = None) -> list[Path]:  # fmt: skip
-    """`cclab plot`: draw the default (or the named kinds of) figures; return the files (those that
-    could not be drawn are printed as skipped and kept in :data:`last_skipped`)."""
-    last_skipped.clear()
+               formats: tuple[str, ...] = ("png", "svg"), size: str | None = None
+               ) -> tuple[list[Path], list[str]]:  # fmt: skip
+    """`cclab plot`: draw the default (or the named kinds of) figures; return the files written and
+    the figures skipped (``name: reason``). :class:`FigureError` if none could be drawn."""
     target = Target(path)
     specs = default_specs(target)
     if kinds:
@@ -346,16 +346,7 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
             written.extend(result)
     if errors and not written:
         raise FigureError("; ".join(errors))
-    for e in errors:
-        import sys
-
-        print(f"skipped figure {e}", file=sys.stderr)
-    last_skipped[:] = errors
-    return written
-
-
-#: The figures the last :func:`render_all` skipped (``name: reason``), for ``cclab plot``'s exit code.
-last_skipped: list[str] = []
+    return written, errors
 
 
 # register the kinds
