@@ -34,7 +34,8 @@ def test_unrelated_load_does_not_invalidate_a_run():
     print(f"machine CPU {meta['kernel']['cpu_busy_fraction'] * 100:.0f} %, wake-ups p99 {wake['p99'] / 1e3:.0f} µs, {meta['invalid_reasons']}")
     assert meta["kernel"]["cpu_busy_fraction"] >= 0.9  # the machine was busy …
     assert wake["count"] > 1000
-    assert not [r for r in meta["invalid_reasons"] if "CPU" in r]  # … the emulator was not starved
+    # … the emulator was not starved (its own reason; a lateness reason may name the CPU time the VM's host took)
+    assert not [r for r in meta["invalid_reasons"] if "CPU-starved" in r], meta["invalid_reasons"]
     # the endpoints' own waiting for a CPU is kept as information (docs/kernel.md): the nice-19 hogs
     # hardly delay the normal-priority traffic processes
     wait = meta["kernel"]["endpoint_wait"]
