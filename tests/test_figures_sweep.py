@@ -279,3 +279,32 @@ def test_a_trial_that_does_not_exist_an_unknown_facet_and_a_table_are_refused(fx
         draw(t, "series", table="../../x/flows")  # before: a Parquet file read from outside the record
     with pytest.raises(FigureError, match=r"facet 'nope' is not an axis"):
         draw(t, "scatter", facet="nope")
+
+
+def test_plot_cli_says_what_is_wrong_once(run_record, record_parts, tmp_path):
+    """Fuzz findings: a bad --size was reported once per figure (five times); --list needed a
+    TARGET; a record without its manifest was "neither a sweep directory nor a complete run
+    record" where the record check knows exactly what is missing."""
+    import typer
+    from typer.testing import CliRunner
+
+    from cclab.cli_sweep import register
+
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["plot", str(run_record), "--size", "huge", "--out", str(tmp_path / "p")])
+    assert r.exit_code == 2 and r.output.count("huge") == 1, r.output
+    assert "--size 'huge': expected one of column, page" in r.output and not (tmp_path / "p").exists()
+    r = CliRunner().invoke(app, ["plot", "--list"])
+    assert r.exit_code == 0 and "heatmap" in r.output, r.output
+    r = CliRunner().invoke(app, ["plot"])
+    assert r.exit_code == 2 and "missing TARGET" in r.output, r.output
+    from cclab.record import write_run
+
+    current = write_run(tmp_path / "current", **record_parts)  # a record with a manifest (the fixture predates them)
+    (current / "manifest.json").unlink()
+    for cmd in ("plot", "report"):
+        r = CliRunner().invoke(app, [cmd, str(current)])
+        assert r.exit_code == 2 and "manifest.json is missing" in r.output, (cmd, r.output)
+    with pytest.raises(FigureError, match="nor a run record"):
+        Target(tmp_path / "empty-dir-that-is-not-there")

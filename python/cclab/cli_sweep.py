@@ -175,7 +175,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("plot")
     def plot_cmd(
-        target: Path = typer.Argument(..., metavar="TARGET", help="A run directory or a sweep directory."),
+        target: Optional[Path] = typer.Argument(None, metavar="TARGET", show_default=False,
+                                                help="A run directory or a sweep directory (not needed with --list)."),
         kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
         out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
         fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
@@ -191,6 +192,8 @@ def register(app: typer.Typer) -> None:
             for name, fig in figures.REGISTRY.items():
                 typer.echo(f"{name:18} {fig.scope:6} {fig.doc}")
             return
+        if target is None:
+            raise _fail("missing TARGET: a run directory or a sweep directory (or --list for the figure kinds)")
         formats = tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg")
         bad = [f for f in formats if f not in ("png", "svg", "pdf")]
         if bad:

@@ -349,7 +349,7 @@ def _stop_pool(pool: cf.ProcessPoolExecutor) -> None:
 
 
 def _run_local(todo, sweep, store, backend, jobs, finished) -> None:
-    jobs = max(1, jobs or multiprocessing.cpu_count())
+    jobs = multiprocessing.cpu_count() if jobs is None else jobs  # check_jobs refused anything below 1
     if jobs == 1:  # in this process: no spawn cost, easy to debug
         for t in todo:
             finished(t, execute_run(*_args(t, sweep, store, backend)))

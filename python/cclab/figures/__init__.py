@@ -88,7 +88,7 @@ class Target:
         return target
 
     def __init__(self, path: str | Path):
-        from cclab.record import is_complete
+        from cclab.record import META, is_complete, verify
         from cclab.store import POINTS
 
         self.path = Path(path)
@@ -96,8 +96,10 @@ class Target:
             self.kind = "sweep"
         elif is_complete(self.path):
             self.kind = "run"
+        elif (self.path / META).exists():  # a run record, but not a whole one: say what is wrong with it
+            raise FigureError(f"{self.path}: {verify(self.path)}")
         else:
-            raise FigureError(f"{self.path}: neither a sweep directory (points.json) nor a complete run record")
+            raise FigureError(f"{self.path}: neither a sweep directory (points.json) nor a run record (meta.json)")
 
     @cached_property
     def results(self) -> pd.DataFrame:
@@ -327,6 +329,10 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
                ) -> tuple[list[Path], list[str]]:  # fmt: skip
     """`cclab plot`: draw the default (or the named kinds of) figures; return the files written and
     the figures skipped (``name: reason``). :class:`FigureError` if none could be drawn."""
+    from cclab.plot import PAPER_WIDTHS
+
+    if size is not None and size not in PAPER_WIDTHS:  # once, not once per figure
+        raise FigureError(f"--size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
     target = Target(path)
     specs = default_specs(target)
     if kinds:
