@@ -382,6 +382,9 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     text = console.export_text()
     for word in ("case", "metric", "sim", "kernel", "difference", "tolerance", "result", "t/fail", "INVALID", "wall time"):
         assert word in text
+    # the reason in full on a line of its own under the table (in a table cell it squeezed every column)
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("INVALID t/invalid: ")]
+    assert line[len("INVALID t/invalid: "):] == res["t/invalid"].invalid_reasons[0]
     doc = json.loads((out / "parity.json").read_text())
     assert doc["counts"] == {"pass": 2, "fail": 1, "invalid": 1, "error": 0}
     assert doc["tolerances"]["goodput"]["text"] == "5 % or 2 Mbit/s"

@@ -104,6 +104,8 @@ def finish(outcome, selection: dict, t0: float, console) -> int:
     if not console.is_terminal:  # a pipe or a file: do not squeeze the table into 80 columns
         console.width = max(console.width, 180)
     console.print(output.results_table(outcome))
+    for line in output.problem_lines(outcome):
+        console.print(line, soft_wrap=True, markup=False, highlight=False)
     console.print(output.summary_line(outcome), soft_wrap=True, markup=False, highlight=False)
     console.print(output.host_text(outcome), soft_wrap=True, markup=False, highlight=False)
     if output.steal_text(outcome):

@@ -72,7 +72,9 @@ def results_table(outcome: ParityOutcome):  # -> rich.table.Table
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in outcome.results:
         if r.status in ("invalid", "error"):
-            reason = "; ".join(r.invalid_reasons) if r.status == "invalid" else r.error
+            # the first words of each reason: a whole one squeezed every column to a few characters
+            # (`problem_lines` prints them in full under the table)
+            reason = "; ".join(_short(x) for x in r.invalid_reasons) if r.status == "invalid" else _short(r.error or "")
             style = _STATUS_STYLE[r.status]
             t.add_row(r.case.id, reason, "", "", "", "", f"[{style}]{r.status.upper()}[/{style}]", end_section=True)
             continue
@@ -83,6 +85,23 @@ def results_table(outcome: ParityOutcome):  # -> rich.table.Table
                 f"[{style}]{c.status}[/{style}]" + (f" {c.note}" if c.note else ""), end_section=j == len(r.checks) - 1,
             )  # fmt: skip
     return t
+
+
+def _short(reason: str, limit: int = 60) -> str:
+    """A reason up to its first parenthesis, at most ``limit`` characters."""
+    head = reason.split(" (", 1)[0]
+    return head if len(head) <= limit else head[: limit - 1] + "…"
+
+
+def problem_lines(outcome: ParityOutcome) -> list[str]:
+    """Each invalid or failed-to-run case's reasons in full, one line each (printed under the table)."""
+    lines = []
+    for r in outcome.results:
+        if r.status == "invalid":
+            lines += [f"INVALID {r.case.id}: {x}" for x in r.invalid_reasons]
+        elif r.status == "error":
+            lines.append(f"ERROR {r.case.id}: {r.error}")
+    return lines
 
 
 def host_text(outcome: ParityOutcome) -> str:
