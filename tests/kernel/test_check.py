@@ -159,3 +159,22 @@ def test_the_kernel_tests_rerun_policy():
     calls, once = runs(bad(0.03), bad(0.05), bad(0.2))
     with pytest.raises(pytest.skip.Exception, match=r"scenario 's': .* all 3 runs \(steal 3\.0 %, 5\.0 %, 20\.0 %"):
         _until_valid("s", once, lambda m: m)
+
+
+def test_a_late_release_under_steal_is_the_hosts_doing():
+    """kernel_helpers.late_under_steal: a valid run whose release lateness p50 is over the limit
+    counts as invalid (rerun, then skipped) only when the host's steal was above the limit."""
+    from kernel_helpers import late_under_steal
+
+    def raw(p50_ns, steal, valid=True):
+        return {"meta": {"valid": valid, "invalid_reasons": [] if valid else ["capacity"],
+                         "emulator": {"lateness_ns_data": {"p50": p50_ns}},
+                         "kernel": {"steal": {"steal_fraction": steal}}}}  # fmt: skip
+
+    judge = late_under_steal(10_000)
+    spoiled = judge(raw(17_000, 0.05))
+    assert spoiled["valid"] is False
+    assert spoiled["invalid_reasons"] == ["release lateness p50 17.0 µs while the VM's host took 5.0 % of the CPU time"]
+    assert judge(raw(17_000, 0.002))["valid"] is True  # no steal: the emulator's own lateness, the test fails on it
+    assert judge(raw(2_000, 0.3))["valid"] is True  # on time in spite of steal
+    assert judge(raw(17_000, 0.05, valid=False))["invalid_reasons"] == ["capacity"]  # the self-check's reason kept
