@@ -304,7 +304,8 @@ def _tiny(name: str, **link) -> Case:
 
 class StandInKernel:
     """The simulator posing as the kernel: per scenario name, halve the rate ("fail"), flag every run
-    invalid ("invalid") or only the first ("flaky"). Asserts the kernel lock is held during every run."""
+    invalid ("invalid"), only the first ("flaky") or the first three ("stolen"). Asserts the kernel
+    lock is held during every run."""
 
     name = "kernel"
 
@@ -328,7 +329,7 @@ class StandInKernel:
         if name == "fail":
             ir2["links"][0]["capacity"]["rate_bps"] //= 2
         raw = SimBackend().run(ir2)
-        invalid = name == "invalid" or (name == "flaky" and self.calls[name] == 1)
+        invalid = name == "invalid" or (name == "flaky" and self.calls[name] == 1) or (name == "stolen" and self.calls[name] <= 3)
         raw["meta"] = {"valid": not invalid, "invalid_reasons": ["machine CPU-saturated during the run (99 % busy)"] if invalid else []}
         if self.steal is not None:  # the VM host's steal time, as the kernel backend keeps it
             fraction = self.steal(name, self.calls[name])
@@ -441,6 +442,39 @@ def test_the_results_name_the_hosts_steal_time_over_the_kernel_runs(stand_in, tm
     assert text in console.export_text()
     assert json.loads((out / "parity.json").read_text())["kernel_steal"]["runs_over"] == 3
     assert text in (out / "parity.md").read_text() and "3 run(s) above 1 %" in (out / "parity.html").read_text()
+
+
+@needs_engine
+def test_steal_retries_run_again_only_after_a_rejection_the_host_explains(stand_in, tmp_path):
+    """--steal-retries N: after the one rerun, up to N more kernel runs, each only when the run
+    before it was rejected with host steal above 1 %; without it parity's policy is unchanged."""
+    from cclab.parity.run import run_parity
+
+    fake, lock = stand_in
+    fake.steal = lambda name, call: {"stolen": 0.05, "invalid": 0.002}.get(name, 0.0)
+    o = run_parity([_tiny("stolen")], tmp_path / "a", lock_path=lock, host_jitter=None)  # default: rerun once
+    assert o.results[0].status == "invalid" and fake.calls["stolen"] == 2
+    fake.calls.clear()
+    logs: list[str] = []
+    out = tmp_path / "b"
+    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, log=logs.append, lock_path=lock, host_jitter=None,
+                   steal_retries=2)  # fmt: skip
+    stolen, invalid = o.results
+    # rejected with 5 % steal three times, valid the fourth time: compared, from the last record
+    assert [a["valid"] for a in stolen.kernel_attempts] == [False, False, False, True]
+    assert stolen.status == "pass" and stolen.kernel_records[0].endswith("-retry3")
+    assert any("invalid again with 5.0 % host steal; run 3 of at most 4 (--steal-retries)" in m for m in logs)
+    # rejected with 0.2 % steal: the rerun is the last, whatever --steal-retries says
+    assert invalid.status == "invalid" and fake.calls["invalid"] == 2
+    # resumed: every record reused, the same verdicts
+    calls = dict(fake.calls)
+    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, lock_path=lock, host_jitter=None, steal_retries=2)
+    assert fake.calls == calls and [r.status for r in o.results] == ["pass", "invalid"] and o.ran == 0
+
+
+def test_steal_retries_must_be_a_count():
+    r = CliRunner().invoke(app, ["parity", "--quick", "--steal-retries", "-1"])
+    assert r.exit_code == 2 and "--steal-retries -1: expected a whole number of extra runs, 0 or more" in r.output
 
 
 @needs_engine

@@ -44,12 +44,17 @@ def parity_cmd(
     punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter) instead of "
                                   "one whose hosts have the kernel hosts' measured timing noise (docs/validation.md)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
+    steal_retries: int = typer.Option(0, "--steal-retries", metavar="N", help="After the one rerun of a kernel run the "
+                                      "self-check rejected, up to N more runs, each only if the run before it was "
+                                      "rejected while the VM's host took more than 1 % of the CPU time (steal)."),
 ) -> None:
     """Run the same scenarios on the simulator and on the kernel and compare them within fixed tolerances."""
     from cclab.cli import console, err_console, fail
     from cclab.parity import matrix, output
 
     t0 = time.monotonic()
+    if steal_retries < 0:
+        fail(f"--steal-retries {steal_retries}: expected a whole number of extra runs, 0 or more")
     for pattern in case or []:  # each pattern on its own: one that matches nothing is a typo, not a filter
         if not pattern.strip():
             fail("--case '': an empty pattern would match every case; expected part of a case id, or a glob "
@@ -84,10 +89,12 @@ def parity_cmd(
         err_console.print(msg, soft_wrap=True, markup=False, highlight=False)
 
     try:
-        outcome = run_parity(cases, out_dir, log=log, host_jitter=None if punctual else SIM_HOST_JITTER)
+        outcome = run_parity(cases, out_dir, log=log, host_jitter=None if punctual else SIM_HOST_JITTER,
+                             steal_retries=steal_retries)  # fmt: skip
     except OSError as exc:
         fail(f"{exc.filename or out_dir}: {exc.strerror or exc}")
-    selection = {"quick": quick, "case": case or [], "punctual": punctual, "cases": [c.id for c in cases]}
+    selection = {"quick": quick, "case": case or [], "punctual": punctual, "steal_retries": steal_retries,
+                 "cases": [c.id for c in cases]}  # fmt: skip
     raise typer.Exit(finish(outcome, selection, t0, console))
 
 

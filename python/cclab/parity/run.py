@@ -4,6 +4,7 @@ Layout of the output directory (the sweep store's, docs/sweeps.md)::
 
     runs/<case>-s<seed>-<backend>-<hash>/          one complete run record each (docs/record.md)
     runs/<case>-s<seed>-kernel-<hash>-retry/       the one rerun of a kernel run its self-check flagged invalid
+    runs/<case>-s<seed>-kernel-<hash>-retry2/ …    with --steal-retries: further runs, only after a rejection with host steal
     parity.json, parity.parquet, parity.html       the results (cclab.parity.output)
 
 The hash is :func:`cclab.store.run_id` of (the resolved scenario, the backend,
@@ -153,12 +154,20 @@ def run_parity(
     log: Log | None = None,
     lock_path: str = LOCK_PATH,
     host_jitter: dict[str, str] | None = SIM_HOST_JITTER,
+    steal_retries: int = 0,
 ) -> ParityOutcome:
     """Run ``cases`` on the simulator and the kernel into ``out_dir`` and compare them.
 
     The simulator's hosts get ``host_jitter`` (``[host] jitter``; default
     :data:`~cclab.parity.matrix.SIM_HOST_JITTER`, the kernel hosts' measured
     turnaround; ``None``: punctual); the kernel's scenario never has it.
+
+    A kernel run the self-check rejects is rerun once. ``steal_retries``
+    (default 0) allows up to that many further runs, each only when the run
+    before it was rejected while the VM's host took more than
+    :data:`~cclab.kernel.machine.HOST_STEAL_LIMIT` of the CPU time (a
+    rejection the host explains, which a later run may escape); a run
+    rejected without such steal is reported invalid at once.
 
     Every simulator run first (seconds each), then the kernel runs case by
     case, each inside :func:`~cclab.parity.lock.kernel_lock` — never two at
@@ -221,7 +230,7 @@ def run_parity(
             if res.status == "error":
                 continue
             try:
-                path, attempts = _kernel_record(scenario, kdir, case, seed, outcome, log, lock_path)
+                path, attempts = _kernel_record(scenario, kdir, case, seed, outcome, log, lock_path, steal_retries)
             except Exception as exc:  # noqa: BLE001
                 res.status, res.error = "error", f"kernel seed {seed}: {_first_line(exc)}"
                 res.kernel_attempts.append({"seed": seed, "error": traceback.format_exc(limit=6)})
@@ -268,19 +277,28 @@ def _fmt(x: float) -> str:
 
 
 def _kernel_record(scenario: dict[str, Any], kdir: Path, case: Case, seed: int, outcome: ParityOutcome, log: Log,
-                   lock_path: str) -> tuple[Path, list[dict[str, Any]]]:  # fmt: skip
-    """The kernel record to compare for one seed: the first run if valid, else its one rerun."""
+                   lock_path: str, steal_retries: int = 0) -> tuple[Path, list[dict[str, Any]]]:  # fmt: skip
+    """The kernel record to compare for one seed: the first valid one of the first run, its one
+    rerun and (``steal_retries``) further runs each made only after a rejection with host steal."""
     from cclab import api
+    from cclab.kernel.machine import HOST_STEAL_LIMIT
     from cclab.record import is_complete, read_meta
 
     attempts: list[dict[str, Any]] = []
-    retry = kdir.with_name(kdir.name + "-retry")
-    for attempt, path in enumerate((kdir, retry)):
+    paths = [kdir, kdir.with_name(kdir.name + "-retry")]
+    paths += [kdir.with_name(f"{kdir.name}-retry{k}") for k in range(2, 2 + steal_retries)]
+    for attempt, path in enumerate(paths):
+        if attempt >= 2 and (attempts[-1]["steal_fraction"] or 0.0) < HOST_STEAL_LIMIT:
+            break  # rejected without the host's steal: the machine's answer, not a draw to retry
         if is_complete(path):
             outcome.reused += 1
         else:
-            if attempt:
-                log(f"  {case.id} seed {seed}: kernel run invalid ({'; '.join(attempts[-1]['reasons'])}); rerunning once")
+            last = attempts[-1] if attempts else None
+            if attempt == 1:
+                log(f"  {case.id} seed {seed}: kernel run invalid ({'; '.join(last['reasons'])}); rerunning once")
+            elif last is not None:
+                log(f"  {case.id} seed {seed}: kernel run invalid again with {last['steal_fraction'] * 100:.1f} % host "
+                    f"steal; run {attempt + 1} of at most {len(paths)} (--steal-retries)")  # fmt: skip
 
             def waiting() -> None:
                 log(f"  waiting for {lock_path}: another kernel run holds it")
@@ -289,7 +307,8 @@ def _kernel_record(scenario: dict[str, Any], kdir: Path, case: Case, seed: int, 
             with kernel_lock(lock_path, on_wait=waiting):
                 api.run_to_dir(scenario, path, backend="kernel")
             outcome.ran += 1
-            log(f"  kernel {case.id} seed {seed}{' (rerun)' if attempt else ''}: {time.monotonic() - t0:.1f} s")
+            log(f"  kernel {case.id} seed {seed}{' (rerun)' if attempt == 1 else f' (run {attempt + 1})' if attempt else ''}: "
+                f"{time.monotonic() - t0:.1f} s")
         meta = read_meta(path)
         valid = bool(meta.get("valid", True))
         steal = (meta.get("kernel") or {}).get("steal") or {}
@@ -298,4 +317,4 @@ def _kernel_record(scenario: dict[str, Any], kdir: Path, case: Case, seed: int, 
                          "steal_fraction": steal.get("steal_fraction")})  # fmt: skip
         if valid:
             break
-    return (retry if len(attempts) == 2 else kdir), attempts
+    return Path(attempts[-1]["record"]), attempts
