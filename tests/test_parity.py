@@ -287,6 +287,8 @@ def test_a_vm_whose_host_takes_its_cpus_is_named_before_the_runs(monkeypatch):
     monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 1_500))  # 1.5 % stolen since boot
     note = steal_warning()
     assert note is not None and "1.5 % of its CPU time since boot (steal)" in note
+    assert "rerun once (--steal-retries N: more runs" in note
+    assert "rerun once, then up to 2 more time(s) while the host's steal explains" in steal_warning(2)
     monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 900))  # 0.9 %: nothing said
     assert steal_warning() is None
     monkeypatch.setattr(machine, "cpu_times", lambda: (100_000, 60_000, 0))  # bare metal
@@ -570,3 +572,23 @@ def test_lock_waits_for_another_holder(tmp_path):
         assert p.poll() is None  # still waiting while we hold it
     out, _ = p.communicate(timeout=60)
     assert out.strip() == "inside" and p.returncode == 0
+
+
+def test_the_lazy_console_takes_its_settings():
+    """`finish` widens the console to 180 columns when it writes to a file or a pipe; the CLI's
+    console is made on first use (`_LazyConsole`), and setting its width used to land on the
+    wrapper, leaving the table folded into 80 columns in every log."""
+    from rich.table import Table
+
+    from cclab.cli import _LazyConsole
+
+    out = io.StringIO()
+    c = _LazyConsole(file=out, highlight=False)
+    assert not c.is_terminal and c.width == 80
+    c.width = max(c.width, 180)
+    t = Table()
+    t.add_column("case")
+    t.add_column("reason")
+    t.add_row("mix/2bbr-2cubic-1bdp", "x" * 120)
+    c.print(t)
+    assert "mix/2bbr-2cubic-1bdp" in out.getvalue() and "x" * 120 in out.getvalue()

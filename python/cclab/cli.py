@@ -51,12 +51,23 @@ class _LazyConsole:
         self._options = options
         self._console: Any = None
 
-    def __getattr__(self, name: str) -> Any:
+    def _real(self) -> Any:
         if self._console is None:
             from rich.console import Console
 
             self._console = Console(**self._options)
-        return getattr(self._console, name)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # the console's own settings (``console.width = …``) go to the console; before, they landed
+        # on this wrapper and did nothing (parity's table stayed 80 columns wide in a log)
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real(), name, value)
 
 
 console: Any = _LazyConsole(highlight=False)

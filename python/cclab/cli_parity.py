@@ -82,7 +82,7 @@ def parity_cmd(
     out_dir = out or DEFAULT_OUT
     err_console.print(f"cclab parity: {len(cases)} case(s) -> {out_dir} (estimated {matrix.estimated_wall_s(cases) / 60:.0f} min "
                       "from scratch; kernel runs one at a time)", soft_wrap=True, markup=False)  # fmt: skip
-    if (note := steal_warning()) is not None:
+    if (note := steal_warning(steal_retries)) is not None:
         err_console.print(note, soft_wrap=True, markup=False, highlight=False)
 
     def log(msg: str) -> None:
@@ -141,7 +141,7 @@ def _preflight(cases, fail) -> None:
                 fail(f"parity case {c.id}: {exc}")
 
 
-def steal_warning() -> str | None:
+def steal_warning(steal_retries: int = 0) -> str | None:
     """One line when the VM's host has taken over 1 % of this machine's CPU time since boot (a
     busy host's stalls make kernel runs invalid, docs/validation.md §4 "Validity"); else None."""
     from cclab.kernel import machine
@@ -149,8 +149,10 @@ def steal_warning() -> str | None:
     fraction = machine.steal_since_boot()["steal_fraction"]
     if fraction <= machine.HOST_STEAL_LIMIT:
         return None
+    policy = (f"rerun once, then up to {steal_retries} more time(s) while the host's steal explains the rejection"
+              if steal_retries else "rerun once (--steal-retries N: more runs while the host's steal explains it)")
     return (f"note: this VM's host has taken {fraction * 100:.2g} % of its CPU time since boot (steal); a kernel run "
-            "during which it stalls the emulator is flagged invalid and rerun once; an idle host gives cleaner results")  # fmt: skip
+            f"during which it stalls the emulator is flagged invalid and {policy}; an idle host gives cleaner results")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
