@@ -194,10 +194,13 @@ def register(app: typer.Typer) -> None:
             return
         if target is None:
             raise _fail("missing TARGET: a run directory or a sweep directory (or --list for the figure kinds)")
-        formats = tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg")
-        bad = [f for f in formats if f not in ("png", "svg", "pdf")]
-        if bad:
-            raise _fail(f"--format {bad[0]!r}: expected png, svg or pdf")
+        from cclab.fsutil import FIGURE_FORMATS, figure_formats
+
+        try:  # the one check every figure-writing path uses
+            formats = figure_formats(tuple(fmt) if fmt else ("pdf",) if size else ("png", "svg"))
+        except ValueError:
+            bad = next(f for f in fmt or () if f.lower().lstrip(".") not in FIGURE_FORMATS)
+            raise _fail(f"--format {bad!r}: expected {', '.join(FIGURE_FORMATS[:-1])} or {FIGURE_FORMATS[-1]}") from None
         out_dir = _check_plot_out(out) if out is not None else None
         try:
             written, skipped = figures.render_all(target, kinds=kind, out_dir=out_dir, formats=formats, size=size)

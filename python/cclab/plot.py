@@ -64,7 +64,7 @@ from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
 from cclab.errors import printable
-from cclab.fsutil import atomic_file, figure_formats
+from cclab.fsutil import FIGURE_FORMATS, atomic_file, figure_formats
 from cclab.metrics import in_window, measure_window_ns, with_link_column
 
 __all__ = [
@@ -744,7 +744,7 @@ def save_figure(fig: Figure, path: str | Path, formats: Iterable[str] | str = ("
     submission systems accept (Type 3 fonts are refused by IEEE PDF eXpress).
     """
     base = Path(path)
-    if base.suffix.lower() in (".png", ".svg", ".pdf"):
+    if base.suffix.lower().lstrip(".") in FIGURE_FORMATS:
         base = base.with_suffix("")
     fmts = figure_formats(formats)  # every one checked before anything is written
     base.parent.mkdir(parents=True, exist_ok=True)

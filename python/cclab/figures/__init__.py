@@ -167,14 +167,13 @@ class Target:
 def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **params: Any) -> Figure:
     """The figure ``kind`` of ``target`` with ``params``. ``size``: ``"column"`` or ``"page"`` draws
     it for a paper (one or two columns wide, 8 pt text; :data:`cclab.plot.PAPER_WIDTHS`)."""
-    from cclab.plot import PAPER_WIDTHS, fit_width, paper_style
+    from cclab.plot import fit_width, paper_style
 
     if not isinstance(target, Target):
         target = Target(target)
     if kind not in REGISTRY:
         raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
-    if size is not None and size not in PAPER_WIDTHS:
-        raise FigureError(f"figure size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
+    check_size(size, "figure size")
     fk = REGISTRY[kind]
     params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
     if fk.scope == "sweep" and target.kind != "sweep":
@@ -187,6 +186,15 @@ def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **p
         if "unexpected keyword" in str(e):
             raise FigureError(f"figure {kind!r}: {e}") from None
         raise
+
+
+def check_size(size: str | None, what: str = "figure size") -> None:
+    """:class:`FigureError` unless ``size`` is None or a paper size (:data:`cclab.plot.PAPER_WIDTHS`);
+    ``what`` names it in the error (``--size`` for the command line)."""
+    from cclab.plot import PAPER_WIDTHS
+
+    if size is not None and size not in PAPER_WIDTHS:
+        raise FigureError(f"{what} {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
 
 
 #: What a figure parameter's annotation allows, as the error says it (``check_params``).
@@ -329,10 +337,7 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
                ) -> tuple[list[Path], list[str]]:  # fmt: skip
     """`cclab plot`: draw the default (or the named kinds of) figures; return the files written and
     the figures skipped (``name: reason``). :class:`FigureError` if none could be drawn."""
-    from cclab.plot import PAPER_WIDTHS
-
-    if size is not None and size not in PAPER_WIDTHS:  # once, not once per figure
-        raise FigureError(f"--size {size!r}: expected one of {', '.join(PAPER_WIDTHS)}")
+    check_size(size, "--size")  # once, not once per figure
     target = Target(path)
     specs = default_specs(target)
     if kinds:
