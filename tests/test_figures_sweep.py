@@ -295,6 +295,8 @@ def test_plot_cli_says_what_is_wrong_once(run_record, record_parts, tmp_path):
     r = CliRunner().invoke(app, ["plot", str(run_record), "--size", "huge", "--out", str(tmp_path / "p")])
     assert r.exit_code == 2 and r.output.count("huge") == 1, r.output
     assert "--size 'huge': expected one of column, page" in r.output and not (tmp_path / "p").exists()
+    r = CliRunner().invoke(app, ["plot", str(run_record), "-f", "PDF", "-k", "jain", "--out", str(tmp_path / "q")])
+    assert r.exit_code == 0 and [p.name for p in (tmp_path / "q").iterdir()] == ["00-jain.pdf"], r.output  # as the API
     r = CliRunner().invoke(app, ["plot", "--list"])
     assert r.exit_code == 0 and "heatmap" in r.output, r.output
     r = CliRunner().invoke(app, ["plot"])
