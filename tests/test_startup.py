@@ -99,6 +99,43 @@ def test_run_loads_what_it_needs_only_when_running(tmp_path):
     assert not {"matplotlib", "dask", "distributed"} & {m.split(".")[0] for m in modules}
 
 
+def test_run_starts_the_engine_before_importing_pandas(tmp_path):
+    """`cclab run` checks its output directory and starts the engine (in its thread) before it imports
+    pandas and pyarrow, so the import and the simulation overlap (docs/performance.md)."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\nduration = "200ms"\n[link]\nrate = "5Mbps"\n[[flows]]\ncca = "reno"\nrtt = "20ms"\n')
+    probe = """
+import json, sys
+from cclab.backends import sim
+seen = []
+real_start = sim.SimStream.start
+def start(self):
+    seen.append(sorted(m for m in ("pandas", "pyarrow", "numpy", "cclab.record", "cclab.metrics") if m in sys.modules))
+    return real_start(self)
+sim.SimStream.start = start
+from cclab._entry import main
+sys.argv = ["cclab", "run", sys.argv[1], "--out", sys.argv[2], "--no-plot"]
+try:
+    main()
+except SystemExit as e:
+    assert e.code in (0, None), e.code
+print(json.dumps(seen), file=sys.stderr)
+"""
+    proc = subprocess.run([sys.executable, "-c", probe, str(scenario), str(tmp_path / "r")], capture_output=True,
+                          text=True, timeout=120, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    seen = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert seen and seen[0] == []  # when the engine was set to work, nothing heavy was loaded yet
+    assert (tmp_path / "r" / "flows.parquet").is_file()
+
+
+def test_record_dir_checks_load_no_heavy_module():
+    """What `cclab run` checks before the engine starts (cclab.record_dir) needs none of the heavy libraries."""
+    code = "import sys, cclab.record_dir; print(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO, check=True)
+    assert heavy(set(out.stdout.split())) == []
+
+
 def test_version_is_the_installed_package_version():
     """`cclab.__version__` comes from the extension (fast); it must equal the package metadata."""
     import importlib.metadata

@@ -279,6 +279,23 @@ def test_an_engine_error_reaches_the_caller_and_leaving_early_stops_the_engine_t
     assert engine.calls == 2 and threading.active_count() == before
 
 
+def test_a_started_stream_computes_its_first_chunk_before_it_is_iterated():
+    """``start()`` sets the engine to work at once (cclab run imports pandas meanwhile); iterating
+    then hands over the same chunks; a stream closed without being iterated stops its thread."""
+    before = threading.active_count()
+    engine = _FakeEngine()
+    stream = _fake_stream(engine, 3).start()
+    assert engine.started[0].wait(timeout=30), "start() did not set the engine to work"
+    assert [c["k"] for c in stream] == [0, 1, 2] and engine.calls == 3
+    assert threading.active_count() == before
+    with pytest.raises(RuntimeError, match="streams once"):
+        stream.start()
+    engine = _FakeEngine()
+    stream = _fake_stream(engine, 3).start()
+    stream.close()  # e.g. an import failed after start(): the first chunk finishes, no other starts
+    assert engine.calls == 1 and threading.active_count() == before
+
+
 def test_coarser_flow_series_and_summary_only(tmp_path):
     sc = _cubic(record={"flows": "100ms"})
     r = cclab.run(sc, out=tmp_path / "a", plot=False)

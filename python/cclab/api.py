@@ -200,10 +200,11 @@ def run_resolved(ir: Mapping[str, Any], scenario_toml: str, out_dir: str | Path,
 
 def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, overwrite: bool,
          allow_large: bool) -> Run:  # fmt: skip
-    from cclab import limits, metrics, record
+    from cclab import limits
+    from cclab.record_dir import check_target
     from cclab.resolve import ir_hash
 
-    record.check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
+    check_target(out_dir.absolute(), overwrite)  # fail before a long run, not after
     limits.check(ir, backend=backend, allow_large=allow_large, override="--allow-large (Python: allow_large=True)")
     engine = get_backend(backend)
     started = _dt.datetime.now(_dt.timezone.utc)
@@ -221,9 +222,21 @@ def _run(ir: dict[str, Any], toml_text: str, out_dir: Path, *, backend: str, ove
     }
     store_flows = bool((ir.get("record") or {}).get("flows_stored", True))
     if hasattr(engine, "stream"):
-        path, summary, link, tail = _run_streaming(engine, ir, toml_text, out_dir, meta, overwrite, store_flows)
+        t_start = time.perf_counter()
+        # The engine starts on its first chunk in its own thread now; importing pandas and pyarrow
+        # (cclab.metrics, cclab.record: most of a short run's start-up) happens meanwhile.
+        stream = engine.stream(ir).start()
+        try:
+            from cclab import metrics, record
+
+            path, summary, link, tail = _run_streaming(stream, ir, toml_text, out_dir, meta, overwrite, store_flows,
+                                                       t_start)  # fmt: skip
+        finally:
+            stream.close()
         flows = None
     else:
+        from cclab import metrics, record
+
         t0 = time.perf_counter()
         raw = engine.run(ir)
         meta["wall_time_s"] = time.perf_counter() - t0
@@ -253,15 +266,14 @@ _SUMMARY_COLUMNS = ("time_s", "flow_id", "active", "goodput_bps", "send_rate_bps
                     "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
 
 
-def _run_streaming(engine: Any, ir: dict[str, Any], toml_text: str, out_dir: Path, meta: dict[str, Any],
-                   overwrite: bool, store_flows: bool) -> tuple[Path, dict[str, Any], Any, dict[str, Any]]:
-    """Run ``ir`` on a backend that streams, writing the record as the chunks come (docs/record.md "Writing")."""
+def _run_streaming(stream: Any, ir: dict[str, Any], toml_text: str, out_dir: Path, meta: dict[str, Any],
+                   overwrite: bool, store_flows: bool, t_start: float) -> tuple[Path, dict[str, Any], Any, dict[str, Any]]:
+    """Run ``ir`` through a backend's ``stream``, writing the record as the chunks come (docs/record.md "Writing");
+    ``t_start``: when the stream was made."""
     import pandas as pd
 
     from cclab import metrics, record
 
-    t_start = time.perf_counter()
-    stream = engine.stream(ir)
     builder = metrics.FrameBuilder(ir, stream.state_names)
     states = sorted({name for names in stream.state_names.values() for name in names})  # one small code per row
     kept: list[pd.DataFrame] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from cclab.backends import BackendError
@@ -48,6 +48,10 @@ class SimStream:
         per_step = max(1, chunk_rows // max(1, len(ir["flows"])))
         self._step = per_step * flows_interval
         self._end = int(ir["duration_ns"])
+        self._ends: list[int] = []  # the chunks' end times, made by start()
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[dict[str, Any]] | None = None
+        self._closed = False
 
     def _advance(self, until_ns: int) -> dict[str, Any]:
         t0 = time.perf_counter()
@@ -55,27 +59,49 @@ class SimStream:
         self.engine_s += time.perf_counter() - t0
         return chunk
 
+    def start(self) -> SimStream:
+        """Set the engine to work on the first chunk in its thread (``advance`` releases the GIL), and
+        return at once: what the caller does next — ``cclab run`` imports pandas and pyarrow — runs
+        alongside it on a second core. Iterating starts it if this was not called; :meth:`close`
+        ends it if the stream is never iterated. The chunks are the same either way."""
+        if self._closed:
+            raise RuntimeError("this SimStream was already iterated or closed; a run streams once")
+        if self._pool is None:
+            t = 0
+            while t < self._end:
+                t = min(self._end, t + self._step)
+                self._ends.append(t)
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cclab-engine")
+            if self._ends:
+                self._pending = self._pool.submit(self._advance, self._ends[0])
+        return self
+
+    def close(self) -> None:
+        """Wait for the chunk under way, if any (at most one chunk's engine time), and stop the thread."""
+        self._closed = True
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pending = None
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """The chunks in time order. The engine runs one chunk ahead, in a thread of its own
         (``advance`` releases the GIL): while the caller turns chunk k into frames and writes
         it, the engine computes chunk k + 1, so with a second core the two overlap (how much a run
         gains depends on the machine: docs/performance.md). The chunks are the same either way."""
-        ends: list[int] = []
-        t = 0
-        while t < self._end:
-            t = min(self._end, t + self._step)
-            ends.append(t)
-        if not ends:
-            return
+        self.start()
         # Leaving early (an error or Ctrl-C in the caller) waits for the chunk under way, at
         # most one chunk's engine time, as a run without the thread would have.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cclab-engine") as pool:
-            pending = pool.submit(self._advance, ends[0])
-            for until_ns in ends[1:]:
-                chunk = pending.result()
-                pending = pool.submit(self._advance, until_ns)
+        try:
+            for until_ns in self._ends[1:]:
+                chunk = self._pending.result()
+                self._pending = self._pool.submit(self._advance, until_ns)
                 yield chunk
-            yield pending.result()
+            if self._pending is not None:
+                chunk = self._pending.result()
+                self._pending = None
+                yield chunk
+        finally:
+            self.close()
 
     def finish(self) -> dict[str, Any]:
         """Everything but the rows: state names, counters, flow info, histograms, engine version."""
