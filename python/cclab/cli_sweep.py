@@ -300,6 +300,7 @@ def _check_plot_out(out: str) -> Path:
     record (but its own figures/), not a sweep directory's data."""
     import os
 
+    from cclab.fsutil import file_in_the_way
     from cclab.record import enclosing_record
     from cclab.store import sweep_part
 
@@ -309,11 +310,9 @@ def _check_plot_out(out: str) -> Path:
     p = Path(out)
     if p.exists() and not p.is_dir():
         raise _fail(f"--out (-o) {p}: exists and is not a directory; {allowed}")
-    for parent in p.parents:
-        if parent.exists() or parent.is_symlink():
-            if not parent.is_dir():
-                raise _fail(f"--out (-o) {p}: {parent} is not a directory; {allowed}")
-            break
+    blocked = file_in_the_way(p)
+    if blocked is not None:
+        raise _fail(f"--out (-o) {p}: {blocked} is not a directory; {allowed}")
     rec = enclosing_record(p)
     own = rec is not None and Path(os.path.normpath(p.absolute())) == rec / "figures"
     if rec is not None and not own:

@@ -19,7 +19,17 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["FIGURE_FORMATS", "atomic_file", "atomic_write_bytes", "atomic_write_text", "default_mode", "figure_formats"]
+__all__ = ["FIGURE_FORMATS", "atomic_file", "atomic_write_bytes", "atomic_write_text", "default_mode", "figure_formats",
+           "file_in_the_way"]
+
+
+def file_in_the_way(path: str | Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a directory (so ``path`` can never be
+    made: say so in one line instead of a traceback), else ``None``. ``path`` itself is not looked at."""
+    for parent in Path(path).parents:
+        if parent.exists() or parent.is_symlink():
+            return None if parent.is_dir() else parent
+    return None
 
 
 def default_mode() -> int:

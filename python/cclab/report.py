@@ -26,6 +26,7 @@ import pandas as pd
 
 from cclab import figures
 from cclab.figures import Target
+from cclab.fsutil import file_in_the_way
 
 #: an SVG larger than this is inlined as PNG instead
 MAX_SVG_BYTES = 1_500_000
@@ -103,12 +104,9 @@ def check_report_out(out: str | Path, option: str = OUT_OPTION) -> None:
     if out.exists() and not _is_report(out):
         raise figures.FigureError(f"{option} {out}: exists and is not an HTML report cclab wrote; not overwritten — "
                           f"{allowed}")
-    parent = out.parent
-    for p in [parent, *parent.parents]:
-        if p.exists() or p.is_symlink():
-            if not p.is_dir():
-                raise figures.FigureError(f"{option} {out}: {p} is not a directory; {allowed} in a directory")
-            break
+    blocked = file_in_the_way(out)
+    if blocked is not None:
+        raise figures.FigureError(f"{option} {out}: {blocked} is not a directory; {allowed} in a directory")
 
 
 def write_report(target: str | Path, out: str | Path | None = None, figures_dir: str | Path | None = None) -> Path:

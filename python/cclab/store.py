@@ -51,6 +51,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from cclab.fsutil import file_in_the_way
 from cclab.sweep import SweepError
 
 RUNS = "runs"
@@ -237,11 +238,9 @@ class SweepStore:
             where = ("is a run record" if rec == Path(os.path.normpath(root.absolute()))
                      else f"lies inside the run record {rec}")
             raise SweepDirError(f"--out {root}: {where}; a sweep never writes into a run record; {_OUT_ALLOWED}")
-        for parent in root.absolute().parents:  # an existing ancestor that is a file: say so, not a traceback
-            if parent.exists() or parent.is_symlink():
-                if not parent.is_dir():
-                    raise SweepDirError(f"--out {root}: {parent} is not a directory; {_OUT_ALLOWED}")
-                break
+        blocked = file_in_the_way(root.absolute())  # an existing ancestor that is a file: say so, not a traceback
+        if blocked is not None:
+            raise SweepDirError(f"--out {root}: {blocked} is not a directory; {_OUT_ALLOWED}")
         if not root.is_dir():
             return
         try:
