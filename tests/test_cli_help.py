@@ -50,6 +50,11 @@ def test_every_help_string_appears_as_written(name, command):
         helptext = getattr(param, "help", None)
         if helptext:
             assert flat(helptext) in text, (name, param.name, helptext)
+    # a repeatable option names what it takes (`--kind KIND`), not typer's Python type (`<list[str]>`);
+    # the usage line names a repeatable argument once (`[NAME]...`, not `[[NAME]...]...`)
+    options = result.output.split("Options:", 1)[1]
+    assert "<list" not in options and "list[" not in options, (name, options)
+    assert "]...]" not in result.output.splitlines()[0] + result.output.splitlines()[1], (name, result.output)
 
 
 def test_top_level_help_and_version():

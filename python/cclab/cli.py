@@ -401,7 +401,7 @@ def validate_scenario_cmd(
 
 @app.command("algorithms")
 def algorithms_cmd(
-    name: Optional[list[str]] = typer.Argument(None, metavar="[NAME]...", help="Only these algorithms."),
+    name: Optional[list[str]] = typer.Argument(None, metavar="NAME", help="Only these algorithms.", show_default=False),
     markdown: bool = typer.Option(False, "--markdown", help="Print the tables as Markdown (docs/algorithms.md)."),
     as_json: bool = typer.Option(False, "--json", help="Print every parameter with its range, default and source as JSON."),
 ) -> None:
@@ -484,7 +484,7 @@ def algorithms_markdown(names: list[str] | None = None) -> str:
 @app.command("bench")
 def bench_cmd(
     quick: bool = typer.Option(False, "--quick", help="Short (5 s) versions of each case, for CI smoke tests."),
-    only: Optional[list[str]] = typer.Option(None, "--only", help="Run only this case (repeatable)."),
+    only: Optional[list[str]] = typer.Option(None, "--only", metavar="CASE", help="Run only this case (repeatable)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON to this file."),
     vs_ns3: bool = typer.Option(False, "--vs-ns3", help="Run the same dumbbell in cclab and ns-3 (pip install 'cclab[bench]') and print the speed ratio."),
 ) -> None:

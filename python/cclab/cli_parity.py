@@ -40,7 +40,7 @@ def _fmt_wall(seconds: float) -> str:
 def parity_cmd(
     quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) [default: {DEFAULT_OUT}]."),
-    case: Optional[list[str]] = typer.Option(None, "--case", "-c", help="Only cases whose id matches (glob, or a substring; repeatable)."),
+    case: Optional[list[str]] = typer.Option(None, "--case", "-c", metavar="PATTERN", help="Only cases whose id matches (glob, or a substring; repeatable)."),
     punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter) instead of "
                                   "one whose hosts have the kernel hosts' measured timing noise (docs/validation.md)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),

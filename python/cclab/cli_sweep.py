@@ -152,7 +152,7 @@ def register(app: typer.Typer) -> None:
     def table_cmd(
         sweep_dir: Path = typer.Argument(..., metavar="SWEEP_DIR", help="A sweep directory."),
         metric: Optional[list[str]] = typer.Option(
-            None, "--metric", "-m", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
+            None, "--metric", "-m", metavar="GLOB", help="Metric columns to show (glob, repeatable), e.g. 'agg.*' or 'bbr.share'."
         ),
         all_trials: bool = typer.Option(False, "--trials", help="One row per run instead of grouping over trials."),
         csv: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
@@ -177,9 +177,9 @@ def register(app: typer.Typer) -> None:
     def plot_cmd(
         target: Optional[Path] = typer.Argument(None, metavar="TARGET", show_default=False,
                                                 help="A run directory or a sweep directory (not needed with --list)."),
-        kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", help="Figure kind (repeatable); see --list."),
+        kind: Optional[list[str]] = typer.Option(None, "--kind", "-k", metavar="KIND", help="Figure kind (repeatable); see --list."),
         out: Optional[str] = typer.Option(None, "--out", "-o", help="Output directory [default: TARGET/figures]."),
-        fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", help="png, svg or pdf (repeatable) "
+        fmt: Optional[list[str]] = typer.Option(None, "--format", "-f", metavar="FORMAT", help="png, svg or pdf (repeatable) "
                                                 "[default: png and svg; with --size: pdf]."),
         size: Optional[str] = typer.Option(None, "--size", help="For a paper: column (3.5 in wide) or page "
                                            "(7.16 in, two columns); 8 pt text."),
