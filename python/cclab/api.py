@@ -297,6 +297,7 @@ def _run_streaming(stream: Any, ir: dict[str, Any], toml_text: str, out_dir: Pat
         t1 = time.perf_counter()
         summary = metrics.summary(flows, link, ir, histograms=tail.get("histograms"), flow_info=tail.get("flow_info"))
         # engine: in the simulator; summary: cclab.metrics.summary; total: run + frames + writing + summary
+        # (from the engine's start: in a fresh process also the imports that overlap its first chunk)
         meta["timing"] = {"engine_s": stream.engine_s, "summary_s": time.perf_counter() - t1,
                           "total_s": time.perf_counter() - t_start}  # fmt: skip
         path = writer.finish(meta=meta, summary=summary, histograms=tail.get("histograms"))
