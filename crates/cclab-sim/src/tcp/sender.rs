@@ -226,6 +226,10 @@ pub struct Sender {
     /// `snd_nxt` (`tcp_send_head`): the application's writes fill skbs of
     /// `size_goal` segments, which `try_send` sends in pieces of `tso_segs`.
     wq_end: u32,
+    /// Segments `tcp_grow_skb` moved from the next write-queue skb into the
+    /// one ending at `wq_end` (that next skb starts at `wq_end` and is this
+    /// much shorter than `size_goal`).
+    wq_taken: u32,
     /// `tp->rx_opt.ts_recent`: the peer's latest TSval (ms).
     ts_recent: u32,
     ts_head: u32,
@@ -316,6 +320,7 @@ impl Sender {
             wnd_end: handshake.wnd_end,
             max_window: clamp_to_rwnd(handshake.wnd_end, rwnd_segs),
             wq_end: 0,
+            wq_taken: 0,
             ts_recent: 0,
             app_start,
             snd_una: 0,
@@ -558,8 +563,18 @@ impl Sender {
                     // what cwnd and the TSO size allow (tcp_cwnd_test,
                     // tcp_mss_split_point, tso_fragment: the rest stays
                     // at the head, an skb of its own).
-                    let (skb_len, is_tail) = self.write_queue_head();
+                    let (mut skb_len, is_tail) = self.write_queue_head();
                     let max_segs = self.tso_segs();
+                    // tcp_write_xmit (Linux ≥ 6.10, "tcp: try to send bigger
+                    // TSO packets"): a head skb shorter than the cwnd quota
+                    // (tcp_cwnd_test, at most max_segs) takes the missing
+                    // segments from the next write-queue skb (tcp_grow_skb)
+                    // before the TSO and Nagle tests — so the rest of a
+                    // write-queue skb does not leave as a short skb of its own.
+                    let quota = (self.conn.cwnd - self.in_flight()).min((self.conn.cwnd / 2).max(1)).min(max_segs);
+                    if !is_tail && skb_len < quota {
+                        skb_len += self.grow_head_skb(quota - skb_len);
+                    }
                     if skb_len > 1 && self.tso_should_defer(now, max_segs, skb_len, is_tail, wnd) {
                         break;
                     }
@@ -646,10 +661,30 @@ impl Sender {
     fn write_queue_head(&mut self) -> (u32, bool) {
         let app_limit = self.app_limit();
         if self.snd_nxt >= self.wq_end {
-            self.wq_end = self.snd_nxt.saturating_add(self.size_goal());
+            self.wq_end = self.snd_nxt.saturating_add(self.size_goal() - self.wq_taken.min(self.size_goal() - 1));
+            self.wq_taken = 0;
         }
         let end = self.wq_end.min(app_limit);
         (end - self.snd_nxt, end >= app_limit)
+    }
+
+    /// Linux `tcp_grow_skb`: move up to `amount` segments from the front of
+    /// the next write-queue skb (`wq_end` up to its end or the application's
+    /// limit) into the head skb; a next skb left empty is freed and the head
+    /// ends where it ended. Returns the segments moved.
+    fn grow_head_skb(&mut self, amount: u32) -> u32 {
+        let goal = self.size_goal();
+        let next_end = self.wq_end.saturating_add(goal - self.wq_taken.min(goal - 1)).min(self.app_limit());
+        let next_len = next_end.saturating_sub(self.wq_end);
+        let n = amount.min(next_len);
+        if n == next_len {
+            self.wq_end = next_end;
+            self.wq_taken = 0;
+        } else {
+            self.wq_end += n;
+            self.wq_taken += n;
+        }
+        n
     }
 
     /// `sk_pacing_rate` (bit/s): the algorithm's own (BBR) or, for one that

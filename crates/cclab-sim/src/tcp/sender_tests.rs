@@ -497,6 +497,26 @@ fn the_rest_of_a_write_queue_skb_leaves_as_soon_as_it_fits() {
 }
 
 #[test]
+fn a_short_head_skb_takes_segments_from_the_next_write_queue_skb() {
+    // Linux ≥ 6.10, tcp_write_xmit → tcp_grow_skb ("tcp: try to send bigger
+    // TSO packets"): a head skb shorter than the cwnd quota (tcp_cwnd_test,
+    // at most the TSO size) takes the missing segments from the next
+    // write-queue skb before the TSO tests, instead of leaving short.
+    let mut s = cubic_in_congestion_avoidance(42);
+    assert_eq!(s.size_goal(), 45);
+    assert_eq!(s.tso_segs(), 4);
+    assert_eq!(send_all(&mut s, 0).len(), 42, "segments 0–41 of the first 45-segment skb");
+    // 10 ms later (the last send 10 ms ago: no deferral) an ACK for 5: room
+    // for 5, a quota of 4. The first skb has 3 left (42–44) and takes segment
+    // 45 from the next; room for one more is then held back (a piece of the
+    // next skb, segment 1's ACK due). Before Linux 6.10 42–44 left alone.
+    let tx = on_ack(&mut s, 10 * MS, ack(5, &[]));
+    assert_eq!(s.tso_segs(), 4);
+    assert_eq!(tx.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![42, 43, 44, 45]);
+    assert_eq!(s.conn.cwnd - s.in_flight(), 1);
+}
+
+#[test]
 fn write_queue_skbs_are_half_the_peers_largest_window_until_it_opens() {
     // tcp_xmit_size_goal → tcp_bound_to_half_wnd: behind the SYN-ACK's
     // window (65 160 B = 45 segments) the skbs are half of it, 22 segments;

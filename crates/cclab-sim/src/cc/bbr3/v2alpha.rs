@@ -749,21 +749,23 @@ mod tests {
         // cases 0, 2 and 3 when RACK learnt Linux's order (Recovery ends
         // before losses are looked for; RACK.rtt from the last segment an
         // ACK delivers); all four when new data left as pieces of 64 KB
-        // write-queue skbs (tcp_xmit_size_goal, tcp_tso_should_defer).
+        // write-queue skbs (tcp_xmit_size_goal, tcp_tso_should_defer); all
+        // four when a short head skb took segments from the next one
+        // (tcp_grow_skb, Linux ≥ 6.10).
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0xccd5_a9b5_55d6_1394,
+                0x34f0_7625_53ca_e9e6,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
                 1,
                 30.0,
                 21,
-                0x6bac_1426_1866_08b9,
+                0x154c_50c8_9ef5_4ed2,
             ),
             (
                 Path::new(40_000_000, 25)
@@ -772,14 +774,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0xbc86_4194_2fb0_2db3,
+                0x3a1d_dfa9_2db3_a782,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0x7705_46d4_cfff_1950,
+                0xe3da_60c6_57f9_6f19,
             ),
         ];
         let got: Vec<(u64, u64)> = cases.into_iter().map(|(path, n, secs, seed, want)| (bbr3_trajectory_digest(path, n, secs, seed), want)).collect();
