@@ -563,7 +563,7 @@ impl Sender {
                     // what cwnd and the TSO size allow (tcp_cwnd_test,
                     // tcp_mss_split_point, tso_fragment: the rest stays
                     // at the head, an skb of its own).
-                    let (mut skb_len, is_tail) = self.write_queue_head();
+                    let (mut skb_len, mut is_tail) = self.write_queue_head();
                     let max_segs = self.tso_segs();
                     // tcp_write_xmit (Linux ≥ 6.10, "tcp: try to send bigger
                     // TSO packets"): a head skb shorter than the cwnd quota
@@ -574,6 +574,8 @@ impl Sender {
                     let quota = (self.conn.cwnd - self.in_flight()).min((self.conn.cwnd / 2).max(1)).min(max_segs);
                     if !is_tail && skb_len < quota {
                         skb_len += self.grow_head_skb(quota - skb_len);
+                        // it may now end where the application's data does
+                        is_tail = self.wq_end >= self.app_limit();
                     }
                     if skb_len > 1 && self.tso_should_defer(now, max_segs, skb_len, is_tail, wnd) {
                         break;
