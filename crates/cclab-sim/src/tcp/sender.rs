@@ -571,7 +571,8 @@ impl Sender {
                     // segments from the next write-queue skb (tcp_grow_skb)
                     // before the TSO and Nagle tests — so the rest of a
                     // write-queue skb does not leave as a short skb of its own.
-                    let quota = (self.conn.cwnd - self.in_flight()).min((self.conn.cwnd / 2).max(1)).min(max_segs);
+                    let cwnd_room = self.conn.cwnd - self.in_flight();
+                    let quota = cwnd_room.min((self.conn.cwnd / 2).max(1)).min(max_segs);
                     if !is_tail && skb_len < quota {
                         skb_len += self.grow_head_skb(quota - skb_len);
                         // it may now end where the application's data does
@@ -580,7 +581,6 @@ impl Sender {
                     if skb_len > 1 && self.tso_should_defer(now, max_segs, skb_len, is_tail, wnd) {
                         break;
                     }
-                    let cwnd_room = self.conn.cwnd - self.in_flight();
                     skb_retrans = false;
                     skb_left = skb_len.min(max_segs).min(cwnd_room).min((self.conn.cwnd / 2).max(1)).max(1);
                 } else {
@@ -663,11 +663,18 @@ impl Sender {
     fn write_queue_head(&mut self) -> (u32, bool) {
         let app_limit = self.app_limit();
         if self.snd_nxt >= self.wq_end {
-            self.wq_end = self.snd_nxt.saturating_add(self.size_goal() - self.wq_taken.min(self.size_goal() - 1));
+            self.wq_end = self.snd_nxt.saturating_add(self.next_skb_segs());
             self.wq_taken = 0;
         }
         let end = self.wq_end.min(app_limit);
         (end - self.snd_nxt, end >= app_limit)
+    }
+
+    /// Segments of the write-queue skb after the one ending at `wq_end`:
+    /// `size_goal`, less what `grow_head_skb` took from it (at least one).
+    fn next_skb_segs(&self) -> u32 {
+        let goal = self.size_goal();
+        goal - self.wq_taken.min(goal - 1)
     }
 
     /// Linux `tcp_grow_skb`: move up to `amount` segments from the front of
@@ -675,8 +682,7 @@ impl Sender {
     /// limit) into the head skb; a next skb left empty is freed and the head
     /// ends where it ended. Returns the segments moved.
     fn grow_head_skb(&mut self, amount: u32) -> u32 {
-        let goal = self.size_goal();
-        let next_end = self.wq_end.saturating_add(goal - self.wq_taken.min(goal - 1)).min(self.app_limit());
+        let next_end = self.wq_end.saturating_add(self.next_skb_segs()).min(self.app_limit());
         let next_len = next_end.saturating_sub(self.wq_end);
         let n = amount.min(next_len);
         if n == next_len {
