@@ -208,6 +208,16 @@ fn tcp_seq_ack(pkt: &[u8]) -> (u32, u32) {
     }
 }
 
+/// The TCP flags byte of a TCP/IPv4 packet (FIN 1, SYN 2, RST 4, PSH 8,
+/// ACK 16, …; 0 for anything else) — for the diagnostic trace.
+fn tcp_flags(pkt: &[u8]) -> u8 {
+    let ihl = ((pkt.first().copied().unwrap_or(0) & 0x0f) as usize) * 4;
+    match pkt.get(ihl + 13) {
+        Some(&b) if pkt.get(9) == Some(&6) => b,
+        _ => 0,
+    }
+}
+
 /// The SACK blocks of a TCP/IPv4 packet (option kind 5), as `start-end`
 /// pairs of raw sequence numbers joined by `;` (empty: none) — for the
 /// diagnostic trace.
@@ -268,7 +278,8 @@ fn direction_loop(
     }];
     // Diagnostic packet trace (docs/kernel.md): CCLAB_LINK_TRACE=DIR writes
     // one line per packet read: read time, flow, IP length, TCP seq and ack,
-    // queue packets after it, whether the link dropped it.
+    // queue packets after it, whether the link dropped it, SACK blocks, TCP
+    // flags.
     let mut trace = std::env::var("CCLAB_LINK_TRACE").ok().and_then(|dir| {
         let name = if data {
             "trace_data.csv"
@@ -277,7 +288,7 @@ fn direction_loop(
         };
         let mut w =
             std::io::BufWriter::new(File::create(std::path::Path::new(&dir).join(name)).ok()?);
-        writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped,sack").ok()?;
+        writeln!(w, "time_ns,flow,len,seq,ack,queue_packets,dropped,sack,flags").ok()?;
         Some(w)
     });
     while !sys::stop_requested() {
@@ -342,7 +353,7 @@ fn direction_loop(
                     if let (Some(c), Some(f)) = (clamp.as_mut(), flow) {
                         c.apply(f, &mut buf);
                     }
-                    let tcp = trace.as_ref().map(|_| (tcp_seq_ack(&buf), tcp_sack_blocks(&buf)));
+                    let tcp = trace.as_ref().map(|_| ((tcp_seq_ack(&buf), tcp_flags(&buf)), tcp_sack_blocks(&buf)));
                     let drops = model.drops();
                     if data {
                         let ect = ecn::ipv4_ect(&buf);
@@ -350,12 +361,12 @@ fn direction_loop(
                     } else {
                         model.on_ack(stamp, flow, buf);
                     }
-                    if let (Some(w), Some(((seq, ack), sack))) = (trace.as_mut(), tcp) {
+                    if let (Some(w), Some((((seq, ack), flags), sack))) = (trace.as_mut(), tcp) {
                         let dropped = model.drops() > drops;
                         let f = flow.map_or(-1, |f| f as i64);
                         writeln!(
                             w,
-                            "{stamp},{f},{len},{seq},{ack},{},{},{sack}",
+                            "{stamp},{f},{len},{seq},{ack},{},{},{sack},{flags}",
                             model.queue_packets(),
                             dropped as u8
                         )
@@ -586,6 +597,19 @@ mod tests {
         assert_eq!(tcp_sack_blocks(&p[..o + 16]), "");
         p[9] = 17;
         assert_eq!(tcp_sack_blocks(&p), "");
+    }
+
+    #[test]
+    fn tcp_flags_are_read_from_the_header() {
+        let mut p = vec![0u8; 20 + 20];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[20 + 13] = 0x18; // PSH | ACK
+        assert_eq!(tcp_flags(&p), 0x18);
+        p[9] = 17;
+        assert_eq!(tcp_flags(&p), 0, "not TCP");
+        p[9] = 6;
+        assert_eq!(tcp_flags(&p[..30]), 0, "truncated");
     }
 
     fn trace_ir() -> Ir {
