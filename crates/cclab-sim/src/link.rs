@@ -32,24 +32,38 @@ pub struct Seg {
     /// Segment number (the simulator's sequence space counts segments).
     pub seq: u32,
     /// The TCP timestamp echo (TSecr, ms) it carries to the receiver in the
-    /// low 31 bits (24 days of milliseconds), the TCP CWR flag in the top
-    /// bit — so the packet stays 24 bytes.
+    /// low 30 bits (modulo 2^30 ms, about 12 days: the receiver takes RTTs
+    /// as differences modulo that), the TCP CWR flag in the top bit and PSH
+    /// in the next — so the packet stays 24 bytes.
     pub ts_cwr: u32,
 }
 
 const CWR_BIT: u32 = 1 << 31;
+const PSH_BIT: u32 = 1 << 30;
+/// The bits of [`Seg::ts_cwr`] that hold TSecr.
+pub const TSECR_MASK: u32 = PSH_BIT - 1;
 
 impl Seg {
     pub fn new(seq: u32, tsecr_ms: u32, cwr: bool) -> Seg {
-        Seg { seq, ts_cwr: (tsecr_ms & !CWR_BIT) | if cwr { CWR_BIT } else { 0 } }
+        Seg::with_psh(seq, tsecr_ms, cwr, false)
     }
+    pub fn with_psh(seq: u32, tsecr_ms: u32, cwr: bool, psh: bool) -> Seg {
+        Seg { seq, ts_cwr: (tsecr_ms & TSECR_MASK) | if cwr { CWR_BIT } else { 0 } | if psh { PSH_BIT } else { 0 } }
+    }
+    /// TSecr modulo 2^30 ms.
     #[inline]
     pub fn tsecr_ms(&self) -> u32 {
-        self.ts_cwr & !CWR_BIT
+        self.ts_cwr & TSECR_MASK
     }
     #[inline]
     pub fn cwr(&self) -> bool {
         self.ts_cwr & CWR_BIT != 0
+    }
+    /// The TCP PSH flag: the segment ends an skb that the sending
+    /// application pushed (`tcp_push` → `tcp_mark_push`).
+    #[inline]
+    pub fn psh(&self) -> bool {
+        self.ts_cwr & PSH_BIT != 0
     }
 }
 

@@ -555,7 +555,7 @@ let mut sender = Sender::new(
         // sender reacts once per window (tcp/sender.rs, `enter_cwr`).
         let d = pkt.data;
         let rcv_nxt = fl.receiver.rcv_nxt;
-        fl.receiver.on_segment_ecn(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), &mut acks);
+        fl.receiver.on_segment_flags(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), d.psh(), &mut acks);
         if fl.receiver.rcv_nxt != rcv_nxt {
             fl.last_delivery = now;
         }
@@ -643,7 +643,7 @@ let mut sender = Sender::new(
         let header = self.scenario.header_bytes;
         let exit = now + fl.access_delay;
         for t in tx {
-            let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::new(t.seq, t.tsecr_ms, t.cwr));
+            let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::with_psh(t.seq, t.tsecr_ms, t.cwr, t.psh));
             let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.tx_jitter_rng));
             if fl.access.push(exit + Dur(late), pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));

@@ -26,7 +26,12 @@
 //! write-queue skbs (`tcp_xmit_size_goal`, `tcp_tso_should_defer`'s rule for
 //! what an skb has left; sender.rs `write_queue_head`), and again when a
 //! short head skb learnt to take segments from the next one before it leaves
-//! (Linux ≥ 6.10 `tcp_grow_skb`; sender.rs `grow_head_skb`).
+//! (Linux ≥ 6.10 `tcp_grow_skb`; sender.rs `grow_head_skb`), and again
+//! when the sender learnt to set PSH on the last segment of every skb of
+//! several segments and of each write-queue skb (`__tcp_transmit_skb`,
+//! `tcp_push`) and the receiver to ACK a lone PSH segment once the read
+//! empties its queue (`tcp_measure_rcv_mss`, `tcp_cleanup_rbuf`; sender.rs
+//! `end_piece`, receiver.rs `pushed`).
 mod common;
 use cclab_sim::record::Output;
 use cclab_sim::scenario::*;
@@ -146,7 +151,7 @@ fn cubic_with_random_loss() {
     let mut sc = dumbbell(100_000_000, vec![flow(0, "cubic", 25)], 1.0, 10);
     sc.links[0].loss = Loss::Bernoulli { p: 0.01 };
     sc.seed = 11;
-    check("cubic_with_random_loss", &sc, 0xf8cf_345e_1ceb_bfbf, 0x3e52_1fac_4239_2d74);
+    check("cubic_with_random_loss", &sc, 0x0a9d_5108_4f68_8c89, 0x6b3b_a429_8267_d7d0);
 }
 
 #[test]
@@ -154,7 +159,7 @@ fn bbr_and_cubic_share_a_shallow_buffer() {
     let fl = vec![flow(0, "bbr", 25), flow(1, "bbr", 25), flow(2, "cubic", 25), flow(3, "cubic", 25)];
     let mut sc = dumbbell(100_000_000, fl, 0.5, 10);
     sc.seed = 2;
-    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0x8744_2c4e_74c1_b0c3, 0xfa5e_857f_317b_4b6f);
+    check("bbr_and_cubic_share_a_shallow_buffer", &sc, 0x7f9c_c68d_cfe2_e684, 0x6064_2222_2943_94fa);
 }
 
 #[test]
@@ -174,7 +179,7 @@ fn every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay() {
         Change { at_ns: 8 * S, rate_bps: Some(80_000_000), delay_ns: Some(2 * MS), loss: None },
     ];
     sc.seed = 5;
-    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0x564e_8451_dcf1_bbc0, 0x86fd_edf1_fb23_815a);
+    check("every_algorithm_with_bursty_loss_a_schedule_and_a_bottleneck_delay", &sc, 0xff76_151e_c5f4_b85f, 0xfffa_d362_99d8_c45a);
 }
 
 #[test]
@@ -197,7 +202,7 @@ fn many_flows_mixed() {
         .collect();
     let mut sc = dumbbell(1_000_000_000, fl, 1.0, 4);
     sc.seed = 9;
-    check("many_flows_mixed", &sc, 0xf7a4_c7b6_5b25_1bab, 0x8ba9_2150_4018_c911);
+    check("many_flows_mixed", &sc, 0xce8e_294c_8d1d_eabc, 0x5cfc_2a96_fc03_77a8);
 }
 
 #[test]
@@ -205,7 +210,7 @@ fn ten_gigabit_with_a_thousand_flows() {
     let fl = (0..1000u32).map(|i| with(flow(i, "cubic", 25), |f| f.start_ns = i as u64 * 100_000)).collect();
     let mut sc = dumbbell(10_000_000_000, fl, 1.0, 1);
     sc.sample_interval_ns = 50 * MS;
-    check("ten_gigabit_with_a_thousand_flows", &sc, 0xe02d_9600_3b0e_387e, 0x2e15_630e_cab3_b4e8);
+    check("ten_gigabit_with_a_thousand_flows", &sc, 0xa18e_9188_a1fd_4519, 0x8fb0_9c77_dc8d_25ac);
 }
 
 #[test]
@@ -225,7 +230,7 @@ fn a_trace_link() {
     let mut sc = dumbbell(20_000_000, fl, 1.0, 8);
     sc.links[0].capacity = Capacity::Trace { path: "lcg.trace".into(), opportunities_ns: ops, period_ns: S, bytes_per_opportunity: 1500 };
     sc.links[0].buffer = Buffer { bytes: None, packets: Some(120) };
-    check("a_trace_link", &sc, 0xe91d_f509_f4d3_3e99, 0x2dc6_79ab_db37_92b5);
+    check("a_trace_link", &sc, 0xa961_9ade_6007_28f5, 0x9da6_f4e8_06bd_1961);
 }
 
 /// `n` flows, two of three ECN-capable, RTTs 30 ms + 10 ms each, 50 ms apart.
@@ -246,7 +251,7 @@ fn fq_codel_with_ecn() {
         memory_limit_bytes: 32 << 20,
         drop_batch: 64,
     });
-    check("fq_codel_ecn", &fq, 0x4b8b_3932_fa69_f0c5, 0x4048_bf57_7262_6739);
+    check("fq_codel_ecn", &fq, 0xd1bd_3f31_e7fd_e0c8, 0x79fd_a697_25e2_4a32);
 }
 
 #[test]
@@ -263,7 +268,7 @@ fn red_with_ecn() {
         ecn: true,
         harddrop: false,
     });
-    check("red_ecn", &red, 0xa826_b0d5_2e62_05da, 0x3c59_9c03_2540_e55e);
+    check("red_ecn", &red, 0xd1ba_486c_ed2f_9df2, 0xdcae_d425_fbb7_6bbc);
 }
 
 #[test]
@@ -279,7 +284,7 @@ fn pie_with_ecn() {
         ecn: true,
         bytemode: false,
     });
-    check("pie_ecn", &pie, 0x2784_ea22_b75c_ad0c, 0x9ddc_4094_2d1a_b14a);
+    check("pie_ecn", &pie, 0x0e7c_cfe1_a25c_f6e9, 0xb10e_b949_3e9a_a087);
 }
 
 #[test]
@@ -293,5 +298,5 @@ fn dctcp_and_bbr3_under_step_marking() {
     let mut step = dumbbell(1_000_000_000, fl, 8.0, 2);
     step.sample_interval_ns = MS;
     step.links[0].qdisc = QdiscConfig::Step(StepConfig { k_bytes: None, k_packets: Some(20), ecn: true });
-    check("step_dctcp", &step, 0x64ab_34d1_2044_9ec7, 0x0f9e_05e0_2c10_58f1);
+    check("step_dctcp", &step, 0xb054_6314_d0bb_3b37, 0x8bdc_a589_82c9_d0c5);
 }

@@ -266,7 +266,8 @@ impl RcvWindow {
         }
         self.last_tsecr = Some(tsecr_ms);
         if len >= self.rcv_mss {
-            let delta_ms = (now.0 / 1_000_000) as i64 - tsecr_ms as i64;
+            // TSecr travels modulo 2^30 ms (link::Seg); so does the difference.
+            let delta_ms = ((now.0 / 1_000_000) as u32).wrapping_sub(tsecr_ms) & crate::link::TSECR_MASK;
             if delta_ms > 0 {
                 self.rtt_update(delta_ms as u64 * 1000, false);
             }

@@ -142,6 +142,11 @@ pub struct Receiver {
     seen_data: bool,
     /// `ICSK_ACK_NOW` pending.
     ack_now: bool,
+    /// `ICSK_ACK_PUSHED` pending: an in-order full-sized segment carried PSH,
+    /// or one was shorter than `rcv_mss` (`tcp_measure_rcv_mss`), since the
+    /// last ACK — a read that empties the receive queue ACKs at once
+    /// (`tcp_cleanup_rbuf`).
+    pushed: bool,
     /// Out-of-order ranges held [start, end), sorted, disjoint, all > rcv_nxt.
     ooo: Vec<(u32, u32)>,
     /// SACK blocks in RFC 2018 recency order.
@@ -183,6 +188,7 @@ impl Receiver {
             quick: 0,
             seen_data: false,
             ack_now: false,
+            pushed: false,
             delack_at: None,
             comp: CompressedAck::default(),
             ecn: EcnRcv::default(),
@@ -300,6 +306,12 @@ impl Receiver {
     /// field, `cwr` its TCP CWR flag.
     #[allow(clippy::too_many_arguments)]
     pub fn on_segment_ecn(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, ect: bool, ce: bool, cwr: bool, out: &mut Vec<Ack>) {
+        self.on_segment_flags(now, seq, len, tsecr_ms, ect, ce, cwr, false, out);
+    }
+
+    /// `on_segment_ecn` with the TCP PSH flag (`psh`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_segment_flags(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, ect: bool, ce: bool, cwr: bool, psh: bool, out: &mut Vec<Ack>) {
         self.segments_received += 1;
         if ce {
             self.ce_segments += 1;
@@ -336,7 +348,16 @@ impl Receiver {
             self.recent.retain(|&(_, e)| e > self.rcv_nxt);
             // tcp_queue_rcv: the segment waits for the reader.
             self.win.charge();
-            // tcp_event_data_recv.
+            // tcp_event_data_recv → tcp_measure_rcv_mss: ICSK_ACK_PUSHED for
+            // a full-sized segment with PSH ("likely the end of an
+            // application write ... the data sender may be waiting for an
+            // ACK", Linux ≥ 6.1) and for a shorter one. (Linux skips it for
+            // a short segment as long as the previous short one, `len ==
+            // lss`; a simulated flow sends at most one short segment, its
+            // last.)
+            if psh || len < self.win.rcv_mss {
+                self.pushed = true;
+            }
             self.win.measure_rcv_mss(len);
             let nxt = self.bytes(self.rcv_nxt);
             self.win.rtt_measure(now, nxt);
@@ -431,8 +452,14 @@ impl Receiver {
         let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
         self.win.space_adjust(now, copied, span);
         let scheduled = self.delack_at.is_some() || self.comp.timer.is_some();
-        // "Once-per-two-segments ACK was not sent by tcp_input.c" (ack_every generalizes the two)
-        let mut time_to_ack = scheduled && copied - self.win.rcv_wup > (self.ack_every as u64 - 1) * self.win.rcv_mss as u64;
+        // "Once-per-two-segments ACK was not sent by tcp_input.c" (ack_every
+        // generalizes the two), or "this read emptied read buffer ... and
+        // there was a small segment in queue" — or a full one with PSH
+        // (ICSK_ACK_PUSHED; the receiving application never sends, so the
+        // connection is not in ping-pong mode).
+        let mut time_to_ack = scheduled
+            && (copied - self.win.rcv_wup > (self.ack_every as u64 - 1) * self.win.rcv_mss as u64
+                || (self.pushed && self.win.rmem_alloc == 0));
         if !time_to_ack {
             let now_wnd = self.win.receive_window(copied);
             if 2 * now_wnd <= self.win.window_clamp {
@@ -483,6 +510,7 @@ impl Receiver {
         self.comp.timer = None;
         self.delack_at = None;
         self.ack_now = false;
+        self.pushed = false;
         self.acks_sent += 1;
         let mut ack = self.make_ack();
         ack.wnd_end = ((nxt + window) / self.mss as u64).min(u32::MAX as u64) as u32;
@@ -620,6 +648,34 @@ mod tests {
         assert!(r.on_segment(Time(20), n + 2, MSS, 0).is_none());
         assert!(r.on_timer(Time(20) + Dur(DELACK_MIN.0 - 1)).is_none());
         assert_eq!(r.on_timer(Time(20) + DELACK_MIN).map(|a| a.cum), Some(n + 3));
+    }
+
+    /// Segment `seq` (full-sized) with PSH set or not; the ACKs it triggers.
+    fn seg_psh(r: &mut Receiver, t: u64, seq: u32, psh: bool) -> Vec<u32> {
+        let mut out = vec![];
+        r.on_segment_flags(Time(t), seq, MSS, 0, false, false, false, psh, &mut out);
+        out.iter().map(|a| a.cum).collect()
+    }
+
+    #[test]
+    fn a_full_segment_with_psh_is_acked_when_the_read_empties_the_queue() {
+        // tcp_measure_rcv_mss (Linux ≥ 6.1): a full-sized segment with PSH
+        // sets ICSK_ACK_PUSHED; tcp_cleanup_rbuf then ACKs at once when the
+        // read emptied the receive queue, though only one segment is unacked.
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        assert_eq!(seg_psh(&mut r, 10, n, false), vec![]);
+        assert_eq!(seg_psh(&mut r, 11, n + 1, false), vec![n + 2]);
+        assert_eq!(seg_psh(&mut r, 12, n + 2, true), vec![n + 3], "PSH: ACKed alone");
+        assert_eq!(r.delack_at, None);
+        // The flag went with that ACK: the next lone segment waits again.
+        assert_eq!(seg_psh(&mut r, 13, n + 3, false), vec![]);
+        assert_eq!(seg_psh(&mut r, 14, n + 4, false), vec![n + 5]);
+        // A segment shorter than rcv_mss sets the flag too (without PSH).
+        let m = r.rcv_nxt;
+        let mut out = vec![];
+        r.on_segment_flags(Time(15), m, 700, 0, false, false, false, false, &mut out);
+        assert_eq!(out.iter().map(|a| a.cum).collect::<Vec<_>>(), vec![m + 1], "short: ACKed alone");
     }
 
     #[test]

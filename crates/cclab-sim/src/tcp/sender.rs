@@ -145,6 +145,9 @@ pub struct Transmit {
     /// The CWR flag (RFC 3168 §6.1.2): the first new data segment after a
     /// window reduction (`TCP_ECN_QUEUE_CWR`).
     pub cwr: bool,
+    /// The PSH flag: the last segment of an skb of several segments, or of
+    /// one that ends a write-queue skb (see `end_piece`).
+    pub psh: bool,
 }
 
 /// What the three-way handshake left the sender with.
@@ -516,6 +519,10 @@ impl Sender {
         let mut skb_retrans = false;
         // The last segment sent in the open skb.
         let mut skb_last = NONE;
+        // The first segment of the open skb, and where the write-queue skb it
+        // is cut from (new data) ends.
+        let mut skb_first = NONE;
+        let mut psh_end = NONE;
         loop {
             if self.in_flight() >= self.conn.cwnd {
                 self.note_cwnd_limited();
@@ -532,7 +539,7 @@ impl Sender {
                     self.retx.is_empty() && next == self.snd_nxt && next < self.app_limit() && next < wnd
                 };
                 if !goes_on {
-                    self.end_skb(skb_last);
+                    self.end_piece(out, skb_first, skb_last, skb_retrans, psh_end);
                     skb_left = 0;
                 }
             }
@@ -564,6 +571,7 @@ impl Sender {
                     // tcp_mss_split_point, tso_fragment: the rest stays
                     // at the head, an skb of its own).
                     let (mut skb_len, mut is_tail) = self.write_queue_head();
+                    psh_end = self.snd_nxt + skb_len;
                     let max_segs = self.tso_segs();
                     // tcp_write_xmit (Linux ≥ 6.10, "tcp: try to send bigger
                     // TSO packets"): a head skb shorter than the cwnd quota
@@ -593,8 +601,12 @@ impl Sender {
                 if paced {
                     self.begin_paced_skb(now);
                 }
+                skb_first = NONE; // set by its first segment below
             }
             let seq = if skb_retrans { *self.retx.iter().next().unwrap() } else { self.snd_nxt };
+            if skb_first == NONE {
+                skb_first = seq;
+            }
             out.push(self.transmit(now, seq, skb_retrans));
             skb_last = seq;
             skb_left -= 1;
@@ -602,11 +614,36 @@ impl Sender {
                 skb_left = 0; // the end of the skb it retransmits
             }
             if skb_left == 0 {
-                self.end_skb(seq);
+                self.end_piece(out, skb_first, seq, skb_retrans, psh_end);
             }
         }
         if skb_left > 0 {
-            self.end_skb(skb_last); // cwnd ended the loop with the skb open: it is cut there (tcp_mss_split_point)
+            // cwnd ended the loop with the skb open: it is cut there (tcp_mss_split_point)
+            self.end_piece(out, skb_first, skb_last, skb_retrans, psh_end);
+        }
+    }
+
+    /// The skb being sent, `first` to `seq` (the last in `out`), ends. Its
+    /// last segment carries PSH when the skb has more than one segment
+    /// (`__tcp_transmit_skb`: "Force a PSH flag on all (GSO) packets to
+    /// expedite GRO flush at receiver", since 2016) or, new data, when it
+    /// reaches the end of its write-queue skb (`psh_end`): the sending
+    /// application pushes every skb it fills (`tcp_push` → `tcp_mark_push`
+    /// on the write queue's tail when a write returns or blocks for space —
+    /// the kernel backend's writer writes 64 KiB at a time and blocks on
+    /// TCP_NOTSENT_LOWAT, so nearly every skb is the tail at one of those
+    /// moments). A piece cut off the front of a write-queue skb does not
+    /// take that mark (`tso_fragment`: "PSH and FIN should only be set in
+    /// the second packet"); one grown into the next skb keeps it
+    /// (`tcp_grow_skb`).
+    fn end_piece(&mut self, out: &mut [Transmit], first: u32, seq: u32, retrans: bool, psh_end: u32) {
+        self.end_skb(seq);
+        let gso = seq != first;
+        if gso || (!retrans && seq.wrapping_add(1) >= psh_end) {
+            if let Some(t) = out.last_mut() {
+                debug_assert_eq!(t.seq, seq);
+                t.psh = true;
+            }
         }
     }
 
@@ -865,7 +902,7 @@ impl Sender {
         // ECN (INET_ECN_dontxmit), and never carries CWR.
         let ect = self.ecn_ok && (!retrans || self.cc.needs_ecn());
         let cwr = self.ecn_ok && !retrans && std::mem::take(&mut self.queue_cwr);
-        Transmit { seq, payload, retrans, tsecr_ms: self.ts_recent, ect, cwr }
+        Transmit { seq, payload, retrans, tsecr_ms: self.ts_recent, ect, cwr, psh: false }
     }
 
     /// Wire bytes of segment `seq`.

@@ -514,6 +514,34 @@ fn a_short_head_skb_takes_segments_from_the_next_write_queue_skb() {
     assert_eq!(s.tso_segs(), 4);
     assert_eq!(tx.iter().map(|t| t.seq).collect::<Vec<_>>(), vec![42, 43, 44, 45]);
     assert_eq!(s.conn.cwnd - s.in_flight(), 1);
+    // A GSO skb carries PSH on its last segment only.
+    assert_eq!(tx.iter().map(|t| t.psh).collect::<Vec<_>>(), vec![false, false, false, true]);
+}
+
+#[test]
+fn psh_marks_the_last_segment_of_every_gso_skb_and_of_each_write_queue_skb() {
+    // __tcp_transmit_skb forces PSH on every skb of more than one segment;
+    // the application pushes every write-queue skb it fills (tcp_push →
+    // tcp_mark_push), and a piece cut off its front does not take that mark
+    // (tso_fragment). With TSO size 11 and 45-segment write-queue skbs the
+    // pieces are 0–10, …, 33–43, then 44 grown into the next skb (44–54),
+    // 55–65, 66–76, 77–87, 88–98 (grown), and 99 alone (cwnd 100): PSH on
+    // the last segment of each but that one.
+    let mut s = cubic_in_congestion_avoidance(100);
+    assert_eq!((s.size_goal(), s.tso_segs()), (45, 11));
+    let tx = send_all(&mut s, 0);
+    assert_eq!(tx.len(), 100);
+    let psh: Vec<u32> = tx.iter().filter(|t| t.psh).map(|t| t.seq).collect();
+    assert_eq!(psh, vec![10, 21, 32, 43, 54, 65, 76, 87, 98]);
+    // A single-segment skb that ends a write-queue skb is marked: the
+    // first skb's last segment sent alone (cwnd room for one).
+    let mut s = cubic_in_congestion_avoidance(45);
+    s.conn.cwnd = 44;
+    let tx = send_all(&mut s, 0);
+    assert_eq!(tx.last().map(|t| (t.seq, t.psh)), Some((43, true)));
+    s.conn.cwnd = 45;
+    let tx = send_all(&mut s, 5 * MS);
+    assert_eq!(tx.iter().map(|t| (t.seq, t.psh)).collect::<Vec<_>>(), vec![(44, true)]);
 }
 
 #[test]

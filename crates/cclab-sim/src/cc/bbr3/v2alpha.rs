@@ -751,21 +751,24 @@ mod tests {
         // ACK delivers); all four when new data left as pieces of 64 KB
         // write-queue skbs (tcp_xmit_size_goal, tcp_tso_should_defer); all
         // four when a short head skb took segments from the next one
-        // (tcp_grow_skb, Linux ≥ 6.10).
+        // (tcp_grow_skb, Linux ≥ 6.10); all four when every skb of several
+        // segments and each write-queue skb's last carried PSH and a lone PSH
+        // segment was ACKed once the read emptied the receive queue
+        // (__tcp_transmit_skb, tcp_measure_rcv_mss, tcp_cleanup_rbuf).
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0x34f0_7625_53ca_e9e6,
+                0x423e_ddb0_6f9e_4fc1,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
                 1,
                 30.0,
                 21,
-                0x154c_50c8_9ef5_4ed2,
+                0x440e_8389_6989_4885,
             ),
             (
                 Path::new(40_000_000, 25)
@@ -774,14 +777,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0x3a1d_dfa9_2db3_a782,
+                0xab5e_d4ec_350a_2c96,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0xe3da_60c6_57f9_6f19,
+                0xbc82_b87d_5ce0_9b2a,
             ),
         ];
         let got: Vec<(u64, u64)> = cases.into_iter().map(|(path, n, secs, seed, want)| (bbr3_trajectory_digest(path, n, secs, seed), want)).collect();
