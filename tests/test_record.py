@@ -44,6 +44,24 @@ def test_round_trip(tmp_path, parts):
     assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temp dir left
 
 
+def test_a_kernel_record_with_a_large_meta_is_complete_and_resumable(tmp_path, parts):
+    """Regression: a kernel run the host stalled writes the emulator's lateness histograms (up to
+    100 001 one-µs buckets per direction) into meta.json; one of 1.36 MB (38 432 + 5 422 buckets)
+    was taken for an incomplete record, so resuming `cclab parity` failed on it with "directory
+    exists, is not empty and is not a run"."""
+    buckets = [[(i + 1) * 1000, 1] for i in range(100_001)]
+    meta = {**parts["meta"], "backend": "kernel",
+            "emulator": {"lateness_hist_ns_data": buckets, "lateness_hist_ns_ack": buckets}}
+    out = record.write_run(tmp_path / "run", **{**parts, "meta": meta})
+    assert (out / "meta.json").stat().st_size > 4 << 20
+    assert record.is_complete(out)
+    assert record.verify(out) is None
+    assert len(record.read_run(out).meta["emulator"]["lateness_hist_ns_data"]) == 100_001
+    # an existing complete record is reported as such, never as foreign data
+    with pytest.raises(record.RecordExistsError, match="complete run record"):
+        record.write_run(tmp_path / "run", **{**parts, "meta": meta})
+
+
 def test_leftover_temp_dir_is_never_complete(tmp_path, parts):
     out = record.write_run(tmp_path / "run", **parts)
     # a crash after writing the data but before meta.json: copy without meta

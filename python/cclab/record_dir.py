@@ -69,8 +69,11 @@ class RecordExistsError(RecordError, FileExistsError):
     """The target directory already holds a complete record (or other data)."""
 
 
-#: Largest meta.json / manifest.json read (they are a few kB; anything bigger is not ours).
-_SMALL_JSON = 1 << 20
+#: Largest meta.json / manifest.json read; anything bigger is not ours. Most are a few kB, but a
+#: kernel run's meta.json holds the emulator's lateness histograms — up to 100 001 one-µs buckets
+#: per direction, about 3 MB each as written — and a run the host stalled fills thousands of them
+#: (1.36 MB seen; a 1 MiB limit took that complete record for foreign data).
+_SMALL_JSON = 64 << 20
 
 
 def _read_small_json(path: Path) -> Any:

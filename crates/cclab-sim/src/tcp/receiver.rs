@@ -17,8 +17,12 @@
 //! * The application reads in-order data right after the segment is
 //!   processed (`tcp_recvmsg`): receive memory is freed, Dynamic Right-Sizing
 //!   may grow the buffer (`tcp_rcv_space_adjust`), and `tcp_cleanup_rbuf`
-//!   sends the ACK that was held back or a window update when the window
-//!   doubled.
+//!   sends the ACK that was held back, the ACK of a lone segment that
+//!   carried PSH or was short (`ICSK_ACK_PUSHED`, set by
+//!   `tcp_measure_rcv_mss`) once the read has emptied the receive queue, or
+//!   a window update when the window doubled. The sender sets PSH on the
+//!   last segment of every multi-segment skb, so this keeps the ACKs at the
+//!   ends of its skbs.
 //! * A segment below `rcv_nxt` (a spurious retransmission) is ACKed at once
 //!   in quick-ack mode (`tcp_enter_quickack_mode`); Linux adds a D-SACK block,
 //!   this simulator does not.
