@@ -59,8 +59,9 @@ impl Seg {
     pub fn cwr(&self) -> bool {
         self.ts_cwr & CWR_BIT != 0
     }
-    /// The TCP PSH flag: the segment ends an skb that the sending
-    /// application pushed (`tcp_push` → `tcp_mark_push`).
+    /// The TCP PSH flag: the segment ends an skb of several segments
+    /// (`__tcp_transmit_skb`) or one that the sending application pushed
+    /// (`tcp_push` → `tcp_mark_push`).
     #[inline]
     pub fn psh(&self) -> bool {
         self.ts_cwr & PSH_BIT != 0

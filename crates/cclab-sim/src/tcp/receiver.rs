@@ -355,7 +355,7 @@ impl Receiver {
             // tcp_event_data_recv → tcp_measure_rcv_mss: ICSK_ACK_PUSHED for
             // a full-sized segment with PSH ("likely the end of an
             // application write ... the data sender may be waiting for an
-            // ACK", Linux ≥ 6.1) and for a shorter one. (Linux skips it for
+            // ACK", in Linux 6.18) and for a shorter one. (Linux skips it for
             // a short segment as long as the previous short one, `len ==
             // lss`; a simulated flow sends at most one short segment, its
             // last.)
@@ -663,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_full_segment_with_psh_is_acked_when_the_read_empties_the_queue() {
-        // tcp_measure_rcv_mss (Linux ≥ 6.1): a full-sized segment with PSH
+        // tcp_measure_rcv_mss (Linux 6.18): a full-sized segment with PSH
         // sets ICSK_ACK_PUSHED; tcp_cleanup_rbuf then ACKs at once when the
         // read emptied the receive queue, though only one segment is unacked.
         let mut r = settled();
