@@ -460,10 +460,12 @@ impl Receiver {
         // generalizes the two), or "this read emptied read buffer ... and
         // there was a small segment in queue" — or a full one with PSH
         // (ICSK_ACK_PUSHED; the receiving application never sends, so the
-        // connection is not in ping-pong mode).
+        // connection is not in ping-pong mode). The PSH rule is Linux's
+        // receiver (ack_every = 2); another ack_every is the plain "ACK every
+        // N segments" of other stacks (ns-3's DelAckCount), which has none.
         let mut time_to_ack = scheduled
             && (copied - self.win.rcv_wup > (self.ack_every as u64 - 1) * self.win.rcv_mss as u64
-                || (self.pushed && self.win.rmem_alloc == 0));
+                || (self.ack_every == 2 && self.pushed && self.win.rmem_alloc == 0));
         if !time_to_ack {
             let now_wnd = self.win.receive_window(copied);
             if 2 * now_wnd <= self.win.window_clamp {
@@ -719,6 +721,11 @@ mod tests {
         r.set_ack_options(4, true);
         let base = r.rcv_nxt;
         let acked: Vec<bool> = (0..8).map(|i| r.on_segment(Time(10 + i as u64), base + i, MSS, 0).is_some()).collect();
+        assert_eq!(acked, [false, false, false, true, false, false, false, true]);
+        // PSH on every second segment (every two-segment skb) does not make
+        // it ACK more often: the PSH rule is Linux's, for ack_every = 2.
+        let base = r.rcv_nxt;
+        let acked: Vec<bool> = (0..8).map(|i| !seg_psh(&mut r, 20 + i as u64, base + i, i % 2 == 1).is_empty()).collect();
         assert_eq!(acked, [false, false, false, true, false, false, false, true]);
         // a lone segment waits for the 40 ms timer
         assert!(r.on_segment(Time(30), base + 8, MSS, 0).is_none());
