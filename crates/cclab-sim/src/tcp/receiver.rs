@@ -19,8 +19,9 @@
 //!   may grow the buffer (`tcp_rcv_space_adjust`), and `tcp_cleanup_rbuf`
 //!   sends the ACK that was held back, the ACK of a lone segment that
 //!   carried PSH or was short (`ICSK_ACK_PUSHED`, set by
-//!   `tcp_measure_rcv_mss`) once the read has emptied the receive queue, or
-//!   a window update when the window doubled. The sender sets PSH on the
+//!   `tcp_measure_rcv_mss`; with `ack_every` = 2, Linux's rule) once the
+//!   read has emptied the receive queue, or a window update when the window
+//!   doubled. The sender sets PSH on the
 //!   last segment of every multi-segment skb, so this keeps the ACKs at the
 //!   ends of its skbs.
 //! * A segment below `rcv_nxt` (a spurious retransmission) is ACKed at once
@@ -303,17 +304,11 @@ impl Receiver {
     /// a pending compressed ACK flushed before the SACK blocks change, or the
     /// segment's own and a window update after the application read).
     pub fn on_segment_all(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, out: &mut Vec<Ack>) {
-        self.on_segment_ecn(now, seq, len, tsecr_ms, false, false, false, out);
+        self.on_segment_flags(now, seq, len, tsecr_ms, false, false, false, false, out);
     }
 
-    /// `on_segment_all` with the segment's ECN bits: `ect`/`ce` its IP ECN
-    /// field, `cwr` its TCP CWR flag.
-    #[allow(clippy::too_many_arguments)]
-    pub fn on_segment_ecn(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, ect: bool, ce: bool, cwr: bool, out: &mut Vec<Ack>) {
-        self.on_segment_flags(now, seq, len, tsecr_ms, ect, ce, cwr, false, out);
-    }
-
-    /// `on_segment_ecn` with the TCP PSH flag (`psh`).
+    /// `on_segment_all` with the segment's ECN bits (`ect`/`ce` its IP ECN
+    /// field, `cwr` its TCP CWR flag) and its TCP PSH flag (`psh`).
     #[allow(clippy::too_many_arguments)]
     pub fn on_segment_flags(&mut self, now: Time, seq: u32, len: u32, tsecr_ms: u32, ect: bool, ce: bool, cwr: bool, psh: bool, out: &mut Vec<Ack>) {
         self.segments_received += 1;
@@ -853,7 +848,7 @@ mod ecn_tests {
 
     fn seg(r: &mut Receiver, t_ms: u64, seq: u32, ce: bool, cwr: bool) -> Vec<Ack> {
         let mut out = vec![];
-        r.on_segment_ecn(Time(t_ms * 1_000_000), seq, 1448, 0, true, ce, cwr, &mut out);
+        r.on_segment_flags(Time(t_ms * 1_000_000), seq, 1448, 0, true, ce, cwr, false, &mut out);
         out
     }
 
