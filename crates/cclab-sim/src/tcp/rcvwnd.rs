@@ -292,10 +292,14 @@ impl RcvWindow {
         (self.rtt_us8 > 0).then(|| Dur((self.rtt_us8 >> 3) * 1000))
     }
 
-    /// `tcp_rcv_space_adjust`: the application has read up to `copied`
-    /// bytes; once per receiver RTT, grow the buffer to twice what was read
-    /// in the last RTT (plus the slow-start allowance of `tcp_rcvbuf_grow`).
-    pub fn space_adjust(&mut self, now: Time, copied_seq: u64, ooo_span: u64) {
+    /// `tcp_rcv_space_adjust`, which `tcp_recvmsg_locked` calls after
+    /// copying each skb: the application has read up to `copied_seq` bytes
+    /// and `inq` more are in order but not yet read (`rcv_nxt −
+    /// copied_seq`). Once per receiver RTT, what was read since the last
+    /// measurement less `inq` ("copied -= inq", Linux 6.18) is compared with
+    /// the last measurement; if larger, the buffer grows (`tcp_rcvbuf_grow`).
+    /// Either way the next measurement starts here, at `copied_seq`.
+    pub fn space_adjust(&mut self, now: Time, copied_seq: u64, inq: u64, ooo_span: u64) {
         if self.rtt_us8 == 0 {
             return;
         }
@@ -303,9 +307,11 @@ impl RcvWindow {
         if time_us < self.rtt_us8 >> 3 {
             return;
         }
-        let copied = copied_seq - self.space_seq;
-        if copied > self.space {
-            self.rcvbuf_grow(copied, ooo_span);
+        // Linux computes it in an int: a long in-order run waiting behind
+        // the first skb can make it negative (no growth).
+        let copied = (copied_seq - self.space_seq) as i64 - inq as i64;
+        if copied > self.space as i64 {
+            self.rcvbuf_grow(copied as u64, ooo_span);
         }
         self.space_seq = copied_seq;
         self.space_time = now;
@@ -451,13 +457,27 @@ mod tests {
         let mut w = RcvWindow::new(Time::ZERO, tun());
         w.measure_rcv_mss(1448);
         w.rtt_update(100_000, false);
-        w.space_adjust(Time(Dur::from_ms(150).0), 34_752, 0);
+        w.space_adjust(Time(Dur::from_ms(150).0), 34_752, 0, 0);
         assert_eq!(w.rcvbuf, (264_114u64 << 8) / 160);
         assert_eq!(w.window_clamp, (w.rcvbuf * 160) >> 8);
         // Too soon (less than one receiver RTT later): no change.
         let b = w.rcvbuf;
-        w.space_adjust(Time(Dur::from_ms(200).0), 1_000_000, 0);
+        w.space_adjust(Time(Dur::from_ms(200).0), 1_000_000, 0, 0);
         assert_eq!(w.rcvbuf, b);
+    }
+
+    #[test]
+    fn drs_subtracts_what_is_in_order_but_unread_and_restarts_either_way() {
+        let mut w = RcvWindow::new(Time::ZERO, tun());
+        w.measure_rcv_mss(1448);
+        w.rtt_update(100_000, false);
+        // 20 segments read, 26 still queued: 28960 − 37648 < 0, no growth ...
+        w.space_adjust(Time(Dur::from_ms(150).0), 28_960, 37_648, 0);
+        assert_eq!((w.space(), w.rcvbuf), (14_480, 131_072));
+        // ... but the next measurement starts there: 150 ms later, 40 more
+        // segments read (57920 bytes) and nothing queued measure 57920.
+        w.space_adjust(Time(Dur::from_ms(300).0), 28_960 + 57_920, 0, 0);
+        assert_eq!(w.space(), 57_920);
     }
 
     #[test]

@@ -449,7 +449,13 @@ impl Receiver {
         self.win.uncharge(n);
         let copied = self.bytes(self.rcv_nxt);
         let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
-        self.win.space_adjust(now, copied, span);
+        // tcp_recvmsg_locked copies skb by skb (one segment each: nothing is
+        // coalesced here) and calls tcp_rcv_space_adjust after each. Only the
+        // first call can measure — it restarts the measurement, so the later
+        // ones of the same read are less than an RTT into it — and it sees
+        // the rest of the read still queued (inq).
+        let first = self.bytes(self.rcv_nxt - (n - 1));
+        self.win.space_adjust(now, first, copied - first, span);
         let scheduled = self.delack_at.is_some() || self.comp.timer.is_some();
         // "Once-per-two-segments ACK was not sent by tcp_input.c" (ack_every
         // generalizes the two), or "this read emptied read buffer ... and
@@ -677,6 +683,39 @@ mod tests {
         let mut out = vec![];
         r.on_segment_flags(Time(15), m, 700, 0, false, false, false, false, &mut out);
         assert_eq!(out.iter().map(|a| a.cum).collect::<Vec<_>>(), vec![m + 1], "short: ACKed alone");
+    }
+
+    #[test]
+    fn drs_measures_at_the_first_segment_of_a_read_less_what_waits_behind_it() {
+        // Linux 6.18's tcp_recvmsg_locked calls tcp_rcv_space_adjust after
+        // each skb it copies, and the measurement subtracts what is in order
+        // but not yet read ("copied -= inq"). When a retransmission fills a
+        // hole, the read that follows measures at its first segment with the
+        // rest of the run still queued. The numbers are those of a kernel
+        // run (BBR, 20 % loss, tracepoint tcp:tcp_rcvbuf_grow): copied=28960
+        // inq=8688 space=14480 ooo=10136, and the next event's space=20272.
+        let ms = |x: u64| Time(Dur::from_ms(x).0);
+        let mut r = receiver();
+        // 20 segments in order, timestamps giving a 100 ms receiver RTT; the
+        // first starts the measurement (1448 bytes read, no growth).
+        for seq in 0..20 {
+            r.on_segment(Time(ms(100).0 + seq as u64), seq, MSS, 0);
+        }
+        assert_eq!(r.win.rtt(), Some(Dur::from_ms(100)));
+        // Segment 20 is lost: 21..26 and (after another hole) 28..33 wait out of order.
+        for seq in (21..27).chain(28..34) {
+            r.on_segment(ms(150), seq, MSS, 0);
+        }
+        assert_eq!(r.win.space(), 14_480);
+        // 150 ms after the measurement started, segment 20 arrives: the read
+        // takes 20..26 (7 segments), and DRS measures after the first:
+        // 28960 − 8688 = 20272 > 14480.
+        r.on_segment(ms(250), 20, MSS, 0);
+        assert_eq!(r.rcv_nxt, 27);
+        assert_eq!(r.win.space(), 20_272, "the whole read (37648) would be measured without the rule");
+        // tcp_rcvbuf_grow(20272) with 7 segments out of order (10136 bytes):
+        // rcvwin = 2·20272 + 2·⌊40544·5792/14480⌋ + 10136 = 83114.
+        assert_eq!(r.win.rcvbuf, (83_114u64 << 8) / 160);
     }
 
     #[test]

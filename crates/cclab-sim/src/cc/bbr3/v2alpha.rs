@@ -754,14 +754,17 @@ mod tests {
         // (tcp_grow_skb, Linux ≥ 6.10); all four when every skb of several
         // segments and each write-queue skb's last carried PSH and a lone PSH
         // segment was ACKed once the read emptied the receive queue
-        // (__tcp_transmit_skb, tcp_measure_rcv_mss, tcp_cleanup_rbuf).
+        // (__tcp_transmit_skb, tcp_measure_rcv_mss, tcp_cleanup_rbuf); cases
+        // 0, 2 and 3 (the ones with losses) when the receiver's DRS measured
+        // at the first segment of a read, less what waits behind it
+        // (tcp_recvmsg_locked → tcp_rcv_space_adjust, "copied -= inq").
         let cases = [
             (
                 Path::new(50_000_000, 40).with_buffer_bdp(0.25),
                 2,
                 30.0,
                 3,
-                0x423e_ddb0_6f9e_4fc1,
+                0x3ef8_3e4e_efc2_82bc,
             ),
             (
                 Path::new(20_000_000, 100).with_buffer_bdp(4.0),
@@ -777,14 +780,14 @@ mod tests {
                 3,
                 20.0,
                 4,
-                0xab5e_d4ec_350a_2c96,
+                0xfe2b_cfef_fbb4_1db3,
             ),
             (
                 Path::new(10_000_000, 30).with_policer(5_000_000, 30_000),
                 1,
                 20.0,
                 7,
-                0xbc82_b87d_5ce0_9b2a,
+                0x3836_b697_1f04_1b7c,
             ),
         ];
         let got: Vec<(u64, u64)> = cases.into_iter().map(|(path, n, secs, seed, want)| (bbr3_trajectory_digest(path, n, secs, seed), want)).collect();
