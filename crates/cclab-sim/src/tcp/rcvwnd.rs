@@ -15,7 +15,8 @@
 //! `tcp_init_buffer_space`, `tcp_measure_rcv_mss`, `tcp_grow_window`,
 //! `__tcp_grow_window`, `tcp_rcv_rtt_update`, `tcp_rcv_rtt_measure`,
 //! `tcp_rcv_rtt_measure_ts`, `tcp_rcv_space_adjust`, `tcp_rcvbuf_grow`,
-//! `tcp_clamp_window`; net/ipv4/tcp.c `tcp_set_window_clamp`;
+//! `tcp_clamp_window`; net/ipv4/tcp.c `tcp_set_window_clamp`,
+//! `tcp_recvmsg_locked` (DRS measured after each skb copied);
 //! include/net/tcp.h `tcp_win_from_space`, `tcp_space`, `tcp_full_space`.
 //!
 //! Byte counts are payload bytes (Linux's sequence space); memory is charged

@@ -16,7 +16,8 @@
 //!   when forced; otherwise arm the delayed-ACK timer (`TCP_DELACK_MIN` = 40 ms).
 //! * The application reads in-order data right after the segment is
 //!   processed (`tcp_recvmsg`): receive memory is freed, Dynamic Right-Sizing
-//!   may grow the buffer (`tcp_rcv_space_adjust`), and `tcp_cleanup_rbuf`
+//!   may grow the buffer (`tcp_rcv_space_adjust`, measured at the read's
+//!   first segment less what waits behind it), and `tcp_cleanup_rbuf`
 //!   sends the ACK that was held back, the ACK of a lone segment that
 //!   carried PSH or was short (`ICSK_ACK_PUSHED`, set by
 //!   `tcp_measure_rcv_mss`; with `ack_every` = 2, Linux's rule) once the
