@@ -295,11 +295,11 @@ def test_bbr3_bdp_below_one_packet_still_gives_cwnd_4(tmp_path_factory):
 # ---------------------------------------------------------------------------
 
 
-def p1(tmp_path_factory, cca: str, p: float):
-    r = run(tmp_path_factory, f"p1-{cca}-{p}", duration="20s", measure={"from": "5s"},
+def p1(tmp_path_factory, cca: str, p: float, seed: int = 1):
+    r = run(tmp_path_factory, f"p1-{cca}-{p}-s{seed}", duration="20s", measure={"from": "5s"}, seed=seed,
             link={"rate": "100Mbps", "buffer": "1bdp", "loss": p}, flows=[{"cca": cca, "rtt": "100ms"}])
     frac = r.summary["aggregate"]["goodput_bps"] / payload(100e6)
-    print(f"\n[P1] {cca} at {p:.1%} random loss: goodput {frac:.3f} of payload capacity")
+    print(f"\n[P1] {cca} at {p:.1%} random loss, seed {seed}: goodput {frac:.3f} of payload capacity")
     return frac
 
 
@@ -312,8 +312,14 @@ def test_p1_cubic_collapses_by_1_percent_loss(tmp_path_factory):
 @pytest.mark.parametrize("p", [0.01, 0.05])
 def test_p1_bbr_keeps_the_link_up_to_5_percent_loss(tmp_path_factory, p):
     # CACM 2017: BBR ≈ link·(1 − p) up to ~5 % loss. Tolerance 0.9 (the issue's):
-    # ProbeRTT and the loss-recovery cwnd cuts cost a few percent.
-    assert p1(tmp_path_factory, "bbr", p) >= 0.9 * (1 - p)
+    # ProbeRTT and the loss-recovery cwnd cuts cost a few percent. Over ten
+    # seeds, not one: at 5 % a run whose Startup ends early stays lower, on
+    # the kernel too (Linux 6.18 on the kernel backend, this path, seed 9:
+    # 62.9 and 62.5 Mbit/s in two valid runs, against 88–90 for seeds 1–8;
+    # docs/validation.md §4, "Dynamic Right-Sizing measures at the first
+    # segment of a read").
+    fracs = [p1(tmp_path_factory, "bbr", p, seed) for seed in range(1, 11)]
+    assert sum(fracs) / len(fracs) >= 0.9 * (1 - p), fracs
 
 
 # ---------------------------------------------------------------------------
