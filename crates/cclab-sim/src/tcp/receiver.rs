@@ -452,9 +452,10 @@ impl Receiver {
         let span = self.bytes(self.ooo.last().map_or(self.rcv_nxt, |r| r.1) - self.rcv_nxt);
         // tcp_recvmsg_locked copies skb by skb (one segment each: nothing is
         // coalesced here) and calls tcp_rcv_space_adjust after each. Only the
-        // first call can measure — it restarts the measurement, so the later
-        // ones of the same read are less than an RTT into it — and it sees
-        // the rest of the read still queued (inq).
+        // first call can measure: if an RTT has passed it measures and
+        // restarts the measurement, so the later ones of the same read are
+        // less than an RTT into it; if not, neither are they (same time).
+        // It sees the rest of the read still queued (inq).
         let first = self.bytes(self.rcv_nxt - (n - 1));
         self.win.space_adjust(now, first, copied - first, span);
         let scheduled = self.delack_at.is_some() || self.comp.timer.is_some();
