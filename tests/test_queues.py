@@ -31,7 +31,7 @@ def test_aqm_drops_and_ce_marks_are_separate_columns_and_in_the_summary(tmp_path
     # Long enough, and with little enough random loss, that every column has
     # events in the measure window: at 0.05 % loss over 10 s the CUBIC flows'
     # windows rarely outgrow their share, and seeds 1–8 gave 0–4 CE marks
-    # after 3 s (9–16 here, with 7–18 random drops).
+    # after 3 s; here 9–15 (10–16 before the DRS change), with 7–18 random drops.
     run = cclab.load(cclab.run_to_dir(_scenario("fq_codel", ecn=True, duration="20s", loss=0.0002), tmp_path / "r"))
     for column in ("drops_overflow", "drops_random", "drops_aqm", "marks_ce", "queue_delay_ms"):
         assert column in run.link.columns, column

@@ -32,7 +32,7 @@
 //! `tcp_push`) and the receiver to ACK a lone PSH segment once the read
 //! empties its queue (`tcp_measure_rcv_mss`, `tcp_cleanup_rbuf`; sender.rs
 //! `end_piece`, receiver.rs `pushed`). Nine of the ten again (not
-//! `step_dctcp`, which has no loss) when the receiver's Dynamic Right-Sizing
+//! `step_dctcp`, which the rule does not change) when the receiver's Dynamic Right-Sizing
 //! learnt to measure at the first segment of a read, less what is still
 //! queued behind it (`tcp_recvmsg_locked` calls `tcp_rcv_space_adjust` per
 //! skb; "copied -= inq"; receiver.rs `app_read`).

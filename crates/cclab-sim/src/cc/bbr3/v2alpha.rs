@@ -755,7 +755,7 @@ mod tests {
         // segments and each write-queue skb's last carried PSH and a lone PSH
         // segment was ACKed once the read emptied the receive queue
         // (__tcp_transmit_skb, tcp_measure_rcv_mss, tcp_cleanup_rbuf); cases
-        // 0, 2 and 3 (the ones with losses) when the receiver's DRS measured
+        // 0, 2 and 3 (case 1 is unchanged by it) when the receiver's DRS measured
         // at the first segment of a read, less what waits behind it
         // (tcp_recvmsg_locked → tcp_rcv_space_adjust, "copied -= inq").
         let cases = [
