@@ -105,17 +105,35 @@ def steal_of(meta: Mapping[str, Any]) -> float:
 
 
 def late_under_steal(p50_limit_ns: int) -> Callable[[dict[str, Any]], Mapping[str, Any]]:
-    """A ``judge`` for :func:`valid_raw_run`: a run the self-check accepted whose emulator released
-    data later than ``p50_limit_ns`` at p50 while the host's steal was above HOST_STEAL_LIMIT is
-    taken as invalid (the host's doing), so it is rerun or, if every attempt had such steal, the
-    test skipped. Without steal it stays valid, and the caller's lateness assertion fails on it."""
+    """A ``judge`` for :func:`valid_raw_run` of a run with a spin window: a run the self-check
+    accepted whose emulator released data later than ``p50_limit_ns`` at p50 is taken as invalid
+    (the machine's doing), so it is rerun or, if every attempt was such, the test skipped, when
+
+    * the host's steal was above HOST_STEAL_LIMIT, or
+    * the emulator's own timed wake-ups (``wakeup_lateness_ns``: from the time it asked to be woken
+      until it ran, work of its own excluded) came later than the spin window at p50: a window can
+      only absorb a wake-up latency shorter than itself, so such a run measures the machine's timer
+      latency. On a quiet 2-vCPU VM the wake-ups come about 22 µs late at p50 and the releases
+      1 µs; one CI run with steal under 1 % released at p50 15 µs, mean 25 µs (its wake-up
+      figures were not printed then; the test's assertion prints them now).
+
+    Otherwise it stays valid, and the caller's lateness assertion fails on it."""
 
     def judge(raw: dict[str, Any]) -> Mapping[str, Any]:
         meta = raw["meta"]
-        p50, steal = meta["emulator"]["lateness_ns_data"]["p50"], steal_of(meta)
-        if meta["valid"] and p50 > p50_limit_ns and steal >= machine.HOST_STEAL_LIMIT:
-            return {**meta, "valid": False, "invalid_reasons": [
-                f"release lateness p50 {p50 / 1000:.1f} µs while the VM's host took {steal * 100:.1f} % of the CPU time"]}
+        emu = meta["emulator"]
+        p50, steal = emu["lateness_ns_data"]["p50"], steal_of(meta)
+        wake_p50 = int((emu.get("wakeup_lateness_ns") or {}).get("p50") or 0)
+        spin = int((emu.get("settings") or {}).get("spin_ns") or 0)
+        if meta["valid"] and p50 > p50_limit_ns:
+            if steal >= machine.HOST_STEAL_LIMIT:
+                why = f"while the VM's host took {steal * 100:.1f} % of the CPU time"
+            elif wake_p50 > spin:
+                why = (f"while the emulator's timed wake-ups came {wake_p50 / 1000:.1f} µs late at p50, after its "
+                       f"{spin / 1000:g} µs spin window (steal {steal * 100:.2f} %)")
+            else:
+                return meta
+            return {**meta, "valid": False, "invalid_reasons": [f"release lateness p50 {p50 / 1000:.1f} µs {why}"]}
         return meta
 
     return judge

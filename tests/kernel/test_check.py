@@ -161,20 +161,27 @@ def test_the_kernel_tests_rerun_policy():
         _until_valid("s", once, lambda m: m)
 
 
-def test_a_late_release_under_steal_is_the_hosts_doing():
+def test_a_late_release_under_steal_or_late_wakeups_is_the_machines_doing():
     """kernel_helpers.late_under_steal: a valid run whose release lateness p50 is over the limit
-    counts as invalid (rerun, then skipped) only when the host's steal was above the limit."""
+    counts as invalid (rerun, then skipped) only when the host's steal was above the limit or the
+    emulator's timed wake-ups came later than its spin window at p50."""
     from kernel_helpers import late_under_steal
 
-    def raw(p50_ns, steal, valid=True):
+    def raw(p50_ns, steal, valid=True, wake_p50=22_000):
         return {"meta": {"valid": valid, "invalid_reasons": [] if valid else ["capacity"],
-                         "emulator": {"lateness_ns_data": {"p50": p50_ns}},
+                         "emulator": {"lateness_ns_data": {"p50": p50_ns}, "settings": {"spin_ns": 50_000},
+                                      "wakeup_lateness_ns": {"p50": wake_p50}},
                          "kernel": {"steal": {"steal_fraction": steal}}}}  # fmt: skip
 
     judge = late_under_steal(10_000)
     spoiled = judge(raw(17_000, 0.05))
     assert spoiled["valid"] is False
     assert spoiled["invalid_reasons"] == ["release lateness p50 17.0 µs while the VM's host took 5.0 % of the CPU time"]
-    assert judge(raw(17_000, 0.002))["valid"] is True  # no steal: the emulator's own lateness, the test fails on it
-    assert judge(raw(2_000, 0.3))["valid"] is True  # on time in spite of steal
+    assert judge(raw(17_000, 0.002))["valid"] is True  # no steal, wake-ups in the window: the emulator's own lateness
+    late_timer = judge(raw(15_000, 0.004, wake_p50=66_000))
+    assert late_timer["valid"] is False
+    assert late_timer["invalid_reasons"] == ["release lateness p50 15.0 µs while the emulator's timed wake-ups came "
+                                             "66.0 µs late at p50, after its 50 µs spin window (steal 0.40 %)"]
+    assert judge(raw(17_000, 0.002, wake_p50=50_000))["valid"] is True  # a wake-up at the window's edge is in it
+    assert judge(raw(2_000, 0.3, wake_p50=90_000))["valid"] is True  # on time in spite of steal and late wake-ups
     assert judge(raw(17_000, 0.05, valid=False))["invalid_reasons"] == ["capacity"]  # the self-check's reason kept

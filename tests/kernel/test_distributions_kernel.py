@@ -52,11 +52,16 @@ def test_with_a_spin_window_the_emulator_releases_packets_on_time(monkeypatch):
     # a run the self-check rejects because the VM's host stalled the emulator for milliseconds (one
     # CI run: lateness mean 1.2 ms, max 17 ms) measures the host, not the emulator; so does a run
     # the self-check accepts whose p50 is late while the host took the CPUs (another CI run: p50
-    # 17 µs, max 7.3 ms): both are rerun, and skipped when every attempt had such steal
-    # (late_under_steal). A late p50 without steal is the emulator's and fails below.
+    # 17 µs, max 7.3 ms), or while the machine's timer woke the emulator later than the window
+    # itself at p50 (a third CI run failed here with p50 15 µs at under 1 % steal, its wake-ups
+    # not printed; the assertion prints them now): all are rerun, and skipped when every
+    # attempt was such (late_under_steal). A late p50 with the wake-ups inside the window and
+    # without steal is the emulator's and fails below.
     raw = valid_raw_run(ir, late_under_steal(10_000))
     assert raw["valid"], raw["invalid_reasons"]
     emu = raw["meta"]["emulator"]
     assert emu["settings"]["spin_ns"] == 50_000
     assert emu["lateness_ns_data"]["count"] > 1000
-    assert emu["lateness_ns_data"]["p50"] <= 10_000, emu["lateness_ns_data"]
+    figures = {"release": emu["lateness_ns_data"], "wakeups": emu["wakeup_lateness_ns"],
+               "steal": raw["meta"]["kernel"].get("steal")}
+    assert emu["lateness_ns_data"]["p50"] <= 10_000, figures
