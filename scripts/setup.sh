@@ -30,10 +30,11 @@ python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
   echo "error: Python ≥ 3.11 is required (found $(python3 --version))" >&2; exit 1; }
 cclab_choose_python
 
-# 2. System packages: iperf3 for the kernel backend, chromium for the report test,
-#    python3-venv where the project venv must be created and ensurepip is missing.
+# 2. System packages: iperf3 for the kernel backend, chromium for the report test, g++ for
+#    the ns-3 comparison's test (it builds a dumbbell against the ns3 wheel), python3-venv
+#    where the project venv must be created and ensurepip is missing.
 pkgs=(iperf3 iproute2)
-[ $want_test -eq 1 ] && pkgs+=(chromium)
+[ $want_test -eq 1 ] && pkgs+=(chromium g++)
 if [ "$CCLAB_NEEDS_VENV" -eq 1 ] && ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
   pkgs+=("python3-venv")
 fi
