@@ -128,7 +128,7 @@ def late_under_steal(p50_limit_ns: int) -> Callable[[dict[str, Any]], Mapping[st
         if meta["valid"] and p50 > p50_limit_ns:
             if steal >= machine.HOST_STEAL_LIMIT:
                 why = f"while the VM's host took {steal * 100:.1f} % of the CPU time"
-            elif wake_p50 > spin:
+            elif spin > 0 and wake_p50 > spin:  # (without a window, late wake-ups are what is measured)
                 why = (f"while the emulator's timed wake-ups came {wake_p50 / 1000:.1f} µs late at p50, after its "
                        f"{spin / 1000:g} µs spin window (steal {steal * 100:.2f} %)")
             else:

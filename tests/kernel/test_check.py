@@ -184,4 +184,7 @@ def test_a_late_release_under_steal_or_late_wakeups_is_the_machines_doing():
                                              "66.0 µs late at p50, after its 50 µs spin window (steal 0.40 %)"]
     assert judge(raw(17_000, 0.002, wake_p50=50_000))["valid"] is True  # a wake-up at the window's edge is in it
     assert judge(raw(2_000, 0.3, wake_p50=90_000))["valid"] is True  # on time in spite of steal and late wake-ups
+    no_window = raw(17_000, 0.002, wake_p50=66_000)
+    no_window["meta"]["emulator"]["settings"]["spin_ns"] = 0
+    assert judge(no_window)["valid"] is True  # without a spin window a late wake-up is no excuse
     assert judge(raw(17_000, 0.05, valid=False))["invalid_reasons"] == ["capacity"]  # the self-check's reason kept
