@@ -141,7 +141,7 @@ def test_doctor_reports_the_hosts_steal_time_since_boot():
 def test_the_kernel_tests_rerun_policy():
     """kernel_helpers._until_valid: one rerun whatever the reason; a third run only after a rerun
     rejected with the host's steal; skipped (named, with the figures) when all three had it."""
-    from kernel_helpers import _until_valid
+    from kernel_helpers import MACHINE_SPOILED, _until_valid
 
     def runs(*metas):
         it = iter(metas)
@@ -159,13 +159,20 @@ def test_the_kernel_tests_rerun_policy():
     calls, once = runs(bad(0.03), bad(0.05), bad(0.2))
     with pytest.raises(pytest.skip.Exception, match=r"scenario 's': .* all 3 runs \(steal 3\.0 %, 5\.0 %, 20\.0 %"):
         _until_valid("s", once, lambda m: m)
+    # a judge's mark that the machine spoiled a run without steal (late timer wake-ups) counts as steal
+    machine_spoiled = {**bad(0.002), MACHINE_SPOILED: True}
+    calls, once = runs(machine_spoiled, machine_spoiled, machine_spoiled)
+    with pytest.raises(pytest.skip.Exception, match=r"the machine, not the emulator, spoiled all 3 runs \(steal 0\.2 %"):
+        _until_valid("s", once, lambda m: m)
+    calls, once = runs(machine_spoiled, bad(0.002))
+    assert _until_valid("s", once, lambda m: m)["valid"] is False and calls == [0, 1]  # the rerun's own lateness: fails
 
 
 def test_a_late_release_under_steal_or_late_wakeups_is_the_machines_doing():
     """kernel_helpers.late_under_steal: a valid run whose release lateness p50 is over the limit
     counts as invalid (rerun, then skipped) only when the host's steal was above the limit or the
     emulator's timed wake-ups came later than its spin window at p50."""
-    from kernel_helpers import late_under_steal
+    from kernel_helpers import MACHINE_SPOILED, late_under_steal
 
     def raw(p50_ns, steal, valid=True, wake_p50=22_000):
         return {"meta": {"valid": valid, "invalid_reasons": [] if valid else ["capacity"],
@@ -179,7 +186,7 @@ def test_a_late_release_under_steal_or_late_wakeups_is_the_machines_doing():
     assert spoiled["invalid_reasons"] == ["release lateness p50 17.0 µs while the VM's host took 5.0 % of the CPU time"]
     assert judge(raw(17_000, 0.002))["valid"] is True  # no steal, wake-ups in the window: the emulator's own lateness
     late_timer = judge(raw(15_000, 0.004, wake_p50=66_000))
-    assert late_timer["valid"] is False
+    assert late_timer["valid"] is False and late_timer[MACHINE_SPOILED] is True
     assert late_timer["invalid_reasons"] == ["release lateness p50 15.0 µs while the emulator's timed wake-ups came "
                                              "66.0 µs late at p50, after its 50 µs spin window (steal 0.40 %)"]
     assert judge(raw(17_000, 0.002, wake_p50=50_000))["valid"] is True  # a wake-up at the window's edge is in it
