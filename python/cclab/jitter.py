@@ -34,7 +34,7 @@ from typing import Any
 from . import units
 from .errors import ScenarioError, show_value
 
-__all__ = ["JITTER_POINTS", "jitter_table", "lognormal_table", "quantile_table"]
+__all__ = ["JITTER_POINTS", "exponential_table", "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
@@ -111,3 +111,54 @@ def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
     unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles"})
     what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"keys {sorted(str(k) for k in keys)} do not form a distribution"
     raise ScenarioError(field, spec, what, _ALLOWED)
+
+
+_PAUSES_ALLOWED = ('expected { every = "300ms", durations = ["0.2ms", "0.85ms", "8ms"] }: the mean time between '
+                   'pauses (exponential) and the pauses\' durations as quantiles evenly spaced in probability, '
+                   'p0 to p100, non-decreasing')
+
+
+def exponential_table(mean_ns: int, points: int = JITTER_POINTS) -> list[int]:
+    """Quantiles at i / points of the exponential with this mean (cut, like the log-normal's, at
+    p = 1 − 0.1 / points)."""
+    table = []
+    for i in range(points + 1):
+        p = i / points if i < points else 1 - 0.1 / points
+        table.append(int(round(-mean_ns * math.log1p(-p))))
+    return table
+
+
+def pauses_ir(spec: Any, field: str = "host.pauses") -> dict[str, list[int]] | None:
+    """The IR's ``host.pauses`` for a scenario's ``pauses`` (None for none).
+
+    ``every``: the mean time from the end of one pause to the start of the
+    next (exponential gaps: pauses come at random, at a rate); ``durations``:
+    the pauses' lengths as quantiles evenly spaced in probability (p0 … p100),
+    e.g. a measured list. The engine (``crates/cclab-sim/src/pauses.rs``)
+    holds a data packet reaching the bottleneck, or an ACK reaching its
+    sender, that falls into a pause until the pause ends."""
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise ScenarioError(field, spec, f"{show_value(spec)} is not a description of host pauses", _PAUSES_ALLOWED)
+    keys = set(spec)
+    if keys != {"every", "durations"}:
+        missing = sorted({"every", "durations"} - keys)
+        unknown = sorted(str(k) for k in keys - {"every", "durations"})
+        what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"missing {', '.join(missing)}"
+        raise ScenarioError(field, spec, what, _PAUSES_ALLOWED)
+    every = units.parse_duration(spec["every"], _sub(field, "every"))
+    if every <= 0:
+        raise ScenarioError(_sub(field, "every"), spec["every"], "the mean time between pauses must be positive", _PAUSES_ALLOWED)
+    if every > 3600 * 10**9:
+        raise ScenarioError(_sub(field, "every"), spec["every"], f"{show_value(spec['every'])} is longer than an hour",
+                            "expected at most 1h (or no [host] pauses)")  # fmt: skip
+    qs = spec["durations"]
+    if not isinstance(qs, (list, tuple)) or len(qs) < 2:
+        raise ScenarioError(_sub(field, "durations"), qs, f"{show_value(qs)} is not a list of at least two durations", _PAUSES_ALLOWED)
+    values = [_duration(q, _sub(field, f"durations[{i}]")) for i, q in enumerate(qs)]
+    for i in range(1, len(values)):
+        if values[i] < values[i - 1]:
+            raise ScenarioError(_sub(field, f"durations[{i}]"), qs[i], f"{show_value(qs[i])} is below the quantile before it",
+                                "expected non-decreasing quantiles (p0 first, p100 last)")  # fmt: skip
+    return {"gaps_ns": exponential_table(int(every)), "durations_ns": quantile_table(values)}

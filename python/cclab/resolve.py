@@ -489,6 +489,12 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
     if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
         host["jitter_ns"] = jitter
+    pauses = scenario.host.pauses_ir
+    if pauses and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
+        raise ScenarioError("host.pauses", scenario.host.pauses, "host pauses are modelled on one-link topologies with "
+                            "an uncongested return only", "remove [host] pauses, or use one link without ack_path")
+    if pauses:  # absent when off, like jitter
+        host["pauses"] = pauses
     record = _record_ir(scenario, len(flows), duration, sample, (measure_from, measure_to))
     ir = {
         "ir_version": IR_VERSION,

@@ -47,6 +47,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
 
     [host]                           # optional
     jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
+    pauses = { every = "300ms", durations = ["0.2ms", "0.9ms", "8ms"] }   # simulator: host pauses (cclab.jitter)
 
 Each value is parsed once, here: the models keep the strings users wrote
 (``rate == "80Mbps"``, printed and saved as written) as typed values that
@@ -760,20 +761,28 @@ class Measure(_Model):
 
 
 class Host(_Model):
-    """The end hosts: ``jitter`` (simulator only; :mod:`cclab.jitter`), kept as
-    written and as the engine's quantile table (:attr:`jitter_table`)."""
+    """The end hosts: ``jitter`` and ``pauses`` (simulator only; :mod:`cclab.jitter`), kept as
+    written and as the engine's quantile tables (:attr:`jitter_table`, :attr:`pauses_ir`)."""
 
     _where: ClassVar[str] = "host"
 
     jitter: Any = None  # checked by jitter_table (one line with the allowed forms)
+    pauses: Any = None  # checked by pauses_ir
     _jitter_table: list[int] = PrivateAttr(default_factory=list)
+    _pauses_ir: dict[str, list[int]] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _table(self) -> Host:
-        from .jitter import jitter_table
+        from .jitter import jitter_table, pauses_ir
 
         self._jitter_table = jitter_table(self.jitter, "jitter")  # every check, one line each
+        self._pauses_ir = pauses_ir(self.pauses, "pauses")
         return self
+
+    @property
+    def pauses_ir(self) -> dict[str, list[int]] | None:
+        """``host.pauses`` of the IR (None: no pauses)."""
+        return self._pauses_ir
 
     @property
     def jitter_table(self) -> list[int]:

@@ -9,6 +9,7 @@ pub mod cc;
 pub mod event;
 pub mod jitter;
 pub mod link;
+pub mod pauses;
 pub mod pipe;
 mod prefetch;
 pub mod rng;

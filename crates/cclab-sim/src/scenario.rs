@@ -72,6 +72,20 @@ pub struct Host {
     /// keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jitter_ns: Vec<u64>,
+    /// Host pauses (`pauses.rs`). Optional (absent: none), so scenarios
+    /// without pauses keep their IR and its hash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pauses: Option<HostPauses>,
+}
+
+/// Host pauses (`pauses.rs`): quantiles at probabilities i / (n − 1), in ns,
+/// of the time from the end of one pause to the start of the next
+/// (`gaps_ns`) and of a pause's length (`durations_ns`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostPauses {
+    pub gaps_ns: Vec<u64>,
+    pub durations_ns: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

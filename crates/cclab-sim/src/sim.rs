@@ -13,6 +13,7 @@
 use crate::cc::{Cc, CcError, INFINITE_SSTHRESH};
 use crate::event::{Event, EventQueue};
 use crate::jitter::Jitter;
+use crate::pauses::Pauses;
 use crate::link::{Packet, Seg, SimLink, ACK_FLAG};
 use crate::pipe::Pipe;
 use crate::record::{opt, Counters, FlowColumns, FlowInfo, LinkColumns, Output};
@@ -34,6 +35,8 @@ const STREAM_CC: u64 = 1 << 32;
 const STREAM_JITTER_DATA: u64 = 3;
 const STREAM_JITTER_ACK: u64 = 2 << 32;
 const STREAM_JITTER_TX: u64 = 3 << 32;
+/// Host pauses (`pauses.rs`): one stream for the whole run.
+const STREAM_PAUSES: u64 = 4 << 32;
 
 /// The test harness: the real simulator, stepped one event at a time, with
 /// the flows' algorithm state in view (test builds only).
@@ -104,6 +107,9 @@ pub struct Sim {
     /// flows' state is larger than a core's caches, where it pays; below,
     /// it is instructions for nothing.
     prefetch: bool,
+    /// Host pauses (`pauses.rs`), if any: data reaching the bottleneck and
+    /// ACKs reaching their sender wait for the end of a pause.
+    pauses: Option<Pauses>,
 }
 
 /// Flows' state above which the event loop prefetches (see `Sim::prefetch`).
@@ -148,6 +154,9 @@ fn validate(sc: &Scenario) -> Result<(), String> {
     }
     if !sc.host.jitter_ns.is_empty() && (sc.links.len() > 1 || sc.flows.iter().any(|f| !f.ack_path.is_empty())) {
         return Err("host.jitter_ns is modelled on one-link topologies with an uncongested return only".into());
+    }
+    if sc.host.pauses.is_some() && (sc.links.len() > 1 || sc.flows.iter().any(|f| !f.ack_path.is_empty())) {
+        return Err("host.pauses is modelled on one-link topologies with an uncongested return only".into());
     }
     for (i, l) in sc.links.iter().enumerate() {
         if sc.links[..i].iter().any(|m| m.name == l.name) {
@@ -222,6 +231,10 @@ impl Sim {
             .map(|(k, l)| SimLink::new(k as u32, l, link_seed(sc.seed, k), sc.flows.len()))
             .collect::<Result<Vec<_>, _>>()?;
         let jitter = Jitter::new(&sc.host.jitter_ns)?;
+        let pauses = match &sc.host.pauses {
+            Some(p) => Pauses::new(&p.gaps_ns, &p.durations_ns, Rng::new(sc.seed, STREAM_PAUSES))?,
+            None => None,
+        };
         if let Some(j) = &jitter {
             // validated: one link, ACKs uncongested — its line is the receivers'
             links[0].set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
@@ -339,6 +352,7 @@ let mut sender = Sender::new(
             last_sample: Time::ZERO,
             flows_interval,
             jitter,
+            pauses,
             prefetch: sc.flows.len() * std::mem::size_of::<FlowState>() > PREFETCH_MIN_BYTES,
         })
     }
@@ -561,7 +575,11 @@ let mut sender = Sender::new(
         }
         for ack in acks.drain(..) {
             let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
-            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
+            let mut at = now + fl.ack_delay + Dur(late);
+            if let Some(p) = self.pauses.as_mut() {
+                at = p.release(now, at);
+            }
+            if fl.acks.push(at, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }
@@ -645,7 +663,11 @@ let mut sender = Sender::new(
         for t in tx {
             let pkt = Packet::new(f as u32, t.payload + header, t.ect, Seg::with_psh(t.seq, t.tsecr_ms, t.cwr, t.psh));
             let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.tx_jitter_rng));
-            if fl.access.push(exit + Dur(late), pkt) {
+            let mut at = exit + Dur(late);
+            if let Some(p) = self.pauses.as_mut() {
+                at = p.release(now, at);
+            }
+            if fl.access.push(at, pkt) {
                 self.q.push(fl.access.head_time().unwrap(), Event::Access(f as u32));
             }
         }
@@ -673,7 +695,11 @@ let mut sender = Sender::new(
         s.ensure_timer(now);
         if let Some(ack) = fl.receiver.on_timer(now) {
             let late = self.jitter.as_ref().map_or(0, |j| j.sample(&mut fl.ack_jitter_rng) + j.sample(&mut fl.ack_jitter_rng));
-            if fl.acks.push(now + fl.ack_delay + Dur(late), ack) {
+            let mut at = now + fl.ack_delay + Dur(late);
+            if let Some(p) = self.pauses.as_mut() {
+                at = p.release(now, at);
+            }
+            if fl.acks.push(at, ack) {
                 self.q.push(fl.acks.head_time().unwrap(), Event::AckPath(f as u32));
             }
         }

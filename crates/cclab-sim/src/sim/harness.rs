@@ -163,6 +163,7 @@ impl Path {
                 tcp_wmem: [4096, 16_384, 64 << 20],
                 rcv_truesize: 2304,
                 jitter_ns: vec![],
+                pauses: None,
             },
             record: None,
         }
