@@ -19,6 +19,15 @@ behind a late one is at least as late). Delivery-rate samples (Linux
 bandwidth and min-RTT estimates the way a real host's timing does
 (docs/validation.md §4 shows it on this project's kernel testbed).
 
+``[host] pauses = { every = "300ms", durations = ["0.2ms", "0.9ms", "8ms"] }``
+makes the hosts stall now and then, as a virtual machine's vCPUs do when
+their host takes them away: pauses start at random (exponential gaps with
+mean ``every``), last a time drawn from ``durations`` (quantiles evenly
+spaced in probability), and a data packet reaching the bottleneck or an ACK
+reaching its sender during one waits for its end (:func:`pauses_ir`; the
+engine's ``pauses.rs``). Unlike jitter, a pause is the same interval for
+every packet that falls into it, and pauses come at a rate in time.
+
 The engine draws from a quantile table (``host.jitter_ns``: ``JITTER_POINTS``
 + 1 values at probabilities i / ``JITTER_POINTS``) with integer arithmetic,
 so draws are identical on every machine. The log-normal's table is cut at
