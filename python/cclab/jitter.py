@@ -20,8 +20,8 @@ bandwidth and min-RTT estimates the way a real host's timing does
 (docs/validation.md §4 shows it on this project's kernel testbed).
 
 ``[host] pauses = { every = "300ms", durations = ["0.2ms", "0.9ms", "8ms"] }``
-makes the hosts stall now and then, as a virtual machine's vCPUs do when
-their host takes them away: pauses start at random (exponential gaps with
+makes the hosts stall now and then, as a test bed's CPUs do (busy with the
+guest kernel's own work, or a VM's vCPU taken away by its host): pauses start at random (exponential gaps with
 mean ``every``), last a time drawn from ``durations`` (quantiles evenly
 spaced in probability), and a data packet reaching the bottleneck or an ACK
 reaching its sender during one waits for its end (:func:`pauses_ir`; the
