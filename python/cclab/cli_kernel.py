@@ -28,12 +28,25 @@ def _fmt_diff(r: Any, digits: int = 2) -> str:
 def doctor(
     clean: bool = typer.Option(False, "--clean", help="Remove leftovers of killed kernel runs (cclab namespaces and cclab-link processes)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    pauses: Optional[float] = typer.Option(None, "--pauses", metavar="SECONDS", show_default=False,
+                                           help="Also measure for SECONDS how often and how long this machine's CPUs stall "
+                                                "(a busy loop pinned to each CPU; run it on an idle machine) and print the "
+                                                "[host] pauses line that gives the simulator the same stalls."),
 ) -> None:
     """What this machine can run: root, netns, TUN, netem/tbf, iperf3, congestion controls, BPF struct_ops."""
     from rich.table import Table
 
     from cclab.cli import console, err_console, fail
     from cclab.kernel import machine, netns
+
+    stalls = None
+    if pauses is not None:
+        from cclab.kernel import stalls as stalls_mod
+
+        if not 0 < pauses <= stalls_mod.MAX_SECONDS:
+            fail(f"--pauses: {pauses:g} is not a measuring time; expected seconds in (0, {stalls_mod.MAX_SECONDS:g}], e.g. --pauses 30")
+        with console.status(f"measuring CPU stalls for {pauses:g} s (one busy loop per CPU)…"):
+            stalls = stalls_mod.measure(pauses)
 
     if clean:
         if not machine.is_root():
@@ -46,6 +59,8 @@ def doctor(
     caps = machine.capabilities()
     if machine.is_root():
         caps["leftovers"] = netns.leftovers()
+    if stalls is not None:
+        caps["pauses"] = stalls
     if as_json:
         console.print_json(json.dumps(caps))
         return
@@ -76,8 +91,32 @@ def doctor(
         t.add_row("leftovers", f"[yellow]{len(left['namespaces'])} namespace(s), {len(left['processes'])} process(es)[/yellow] — run cclab doctor --clean")
     t.add_row("kernel backend", "[green]ready[/green]" if caps["kernel_backend"] else "[red]unavailable[/red]: " + "; ".join(caps["why_not"]))
     console.print(t)
+    if stalls is not None:
+        _print_stalls(stalls, console)
     if not caps["kernel_backend"]:
         err_console.print("the sim backend works everywhere: cclab run FILE --backend sim")
+
+
+def _print_stalls(st: dict[str, Any], console: Any) -> None:
+    """The ``doctor --pauses`` table and the ``[host] pauses`` line."""
+    from rich.table import Table
+
+    from cclab.kernel.stalls import toml_line
+
+    t = Table(title=f"CPU stalls longer than {st['threshold_ms']:g} ms in {st['seconds']:g} s")
+    for col in ("CPU", "stalls", "per second", "time stalled", "median", "largest"):
+        t.add_column(col, justify="left" if col == "CPU" else "right")
+    rows = [*st["cpus"].items(), ("all", st["all"])]
+    for name, r in rows:
+        t.add_row(name, str(r["stalls"]), f"{r['per_second']:.2f}", f"{r['stalled_fraction'] * 100:.3f} %",
+                  f"{r['median_ms']:.2f} ms" if r["stalls"] else "–", f"{r['largest_ms']:.2f} ms" if r["stalls"] else "–")  # fmt: skip
+    console.print(t)
+    if st["host_pauses"] is None:
+        console.print("too few stalls (or one longer than 1 s) for a [host] pauses line; measure longer on an idle machine")
+        return
+    console.print("the simulator's hosts with these stalls (all CPUs together; docs/validation.md §4, \"Host pauses\"):")
+    console.print("[host]", markup=False, highlight=False)
+    console.print(toml_line(st["host_pauses"]), markup=False, highlight=False, soft_wrap=True)
 
 
 def compare_cmd(
