@@ -46,7 +46,10 @@ def doctor(
         if not 0 < pauses <= stalls_mod.MAX_SECONDS:
             fail(f"--pauses: {pauses:g} is not a measuring time; expected seconds in (0, {stalls_mod.MAX_SECONDS:g}], e.g. --pauses 30")
         with console.status(f"measuring CPU stalls for {pauses:g} s (one busy loop per CPU)…"):
-            stalls = stalls_mod.measure(pauses)
+            try:
+                stalls = stalls_mod.measure(pauses)
+            except OSError as e:
+                fail(f"--pauses: {e}")
 
     if clean:
         if not machine.is_root():

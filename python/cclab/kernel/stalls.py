@@ -55,6 +55,8 @@ def measure(seconds: float, threshold_ns: int = THRESHOLD_NS) -> dict[str, Any]:
 
     if not 0 < seconds <= MAX_SECONDS:
         raise ValueError(f"--pauses {seconds:g}: expected a number of seconds in (0, {MAX_SECONDS:g}]")
+    if not hasattr(os, "sched_getaffinity"):  # pragma: no cover - not Linux
+        raise OSError("--pauses pins a loop to each CPU, which needs Linux (os.sched_getaffinity)")
     cpus = sorted(os.sched_getaffinity(0))
     ctx = mp.get_context("fork")
     pipes, procs = [], []
