@@ -7,8 +7,8 @@ else — the kernel's own work (interrupts, softirqs, kernel threads), other
 processes, or, in a virtual machine, the host taking the vCPU away (only
 part of which the steal counter sees). On the kernel backend's test bed
 such stalls hold a flow's ACKs or data for a while and release them back
-to back, which is what sets CUBIC's and Reno's goodput on shallow buffers
-at high rates there (docs/validation.md §4, "Host pauses"). The result is
+to back, which is what cuts CUBIC's and Reno's goodput on shallow buffers
+at 500 Mbit/s there (docs/validation.md §4, "Host pauses"). The result is
 printed as a ``[host] pauses`` line the simulator takes, so a simulated
 run can have the test bed's stalls.
 
@@ -22,7 +22,7 @@ import os
 import time
 from typing import Any
 
-__all__ = ["THRESHOLD_NS", "measure", "summarize"]
+__all__ = ["MAX_SECONDS", "THRESHOLD_NS", "measure", "summarize", "toml_line"]
 
 #: Gaps shorter than this are the loop's own noise (and the host jitter's domain: cclab.jitter).
 THRESHOLD_NS = 200_000
