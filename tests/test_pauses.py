@@ -73,6 +73,7 @@ def test_no_pauses_leave_the_ir_and_its_hash_as_before():
     ({"every": "300ms"}, "host.pauses", "missing durations"),
     ({"every": "300ms", "durations": ["1ms"], "rate": 3}, "host.pauses", "unknown key(s) rate"),
     ({"every": "0ms", "durations": ["1ms", "2ms"]}, "host.pauses.every", "must be positive"),
+    ({"every": "500ns", "durations": ["0ms", "0ms"]}, "host.pauses.every", "shorter than 1 µs"),
     ({"every": "2h", "durations": ["1ms", "2ms"]}, "host.pauses.every", "longer than an hour"),
     ({"every": "300ms", "durations": ["2ms", "1ms"]}, "host.pauses.durations[1]", "below the quantile before it"),
     ({"every": "300ms", "durations": ["1ms"]}, "host.pauses.durations", "at least two"),

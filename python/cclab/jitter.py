@@ -49,6 +49,8 @@ __all__ = ["JITTER_POINTS", "exponential_table", "jitter_table", "lognormal_tabl
 JITTER_POINTS = 256
 #: Longest jitter accepted (a host that is a second late is an outage, not jitter).
 MAX_JITTER_NS = 1_000_000_000
+#: Shortest mean time between host pauses accepted.
+MIN_PAUSE_EVERY_NS = 1_000
 
 _ALLOWED = ('expected { median = "20us", p99 = "200us" } (a log-normal through the two quantiles) '
             'or { quantiles = ["0us", "10us", "1ms"] } (evenly spaced in probability, p0 to p100, non-decreasing)')
@@ -159,6 +161,9 @@ def pauses_ir(spec: Any, field: str = "host.pauses") -> dict[str, list[int]] | N
     every = units.parse_duration(spec["every"], _sub(field, "every"))
     if every <= 0:
         raise ScenarioError(_sub(field, "every"), spec["every"], "the mean time between pauses must be positive", _PAUSES_ALLOWED)
+    if every < MIN_PAUSE_EVERY_NS:
+        raise ScenarioError(_sub(field, "every"), spec["every"], f"{show_value(spec['every'])} is shorter than 1 µs "
+                            "(the engine draws every pause of the run)", 'expected at least "1us" (stalls are rarer than that)')  # fmt: skip
     if every > 3600 * 10**9:
         raise ScenarioError(_sub(field, "every"), spec["every"], f"{show_value(spec['every'])} is longer than an hour",
                             "expected at most 1h (or no [host] pauses)")  # fmt: skip
