@@ -93,6 +93,18 @@ def quantile_table(quantiles_ns: list[int], points: int = JITTER_POINTS) -> list
     return table
 
 
+def _quantiles(qs: Any, field: str, allowed: str) -> list[int]:
+    """A list of at least two non-decreasing durations (quantiles p0 … p100), in ns."""
+    if not isinstance(qs, (list, tuple)) or len(qs) < 2:
+        raise ScenarioError(field, qs, f"{show_value(qs)} is not a list of at least two durations", allowed)
+    values = [_duration(q, f"{field}[{i}]") for i, q in enumerate(qs)]
+    for i in range(1, len(values)):
+        if values[i] < values[i - 1]:
+            raise ScenarioError(f"{field}[{i}]", qs[i], f"{show_value(qs[i])} is below the quantile before it",
+                                "expected non-decreasing quantiles (p0 first, p100 last)")  # fmt: skip
+    return values
+
+
 def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
     """The IR table for a scenario's ``jitter`` (``[]`` for none)."""
     if spec is None:
@@ -110,15 +122,7 @@ def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
                                 "expected p99 ≥ median")  # fmt: skip
         return lognormal_table(median, p99)
     if keys == {"quantiles"}:
-        qs = spec["quantiles"]
-        if not isinstance(qs, (list, tuple)) or len(qs) < 2:
-            raise ScenarioError(_sub(field, "quantiles"), qs, f"{show_value(qs)} is not a list of at least two durations", _ALLOWED)
-        values = [_duration(q, _sub(field, f"quantiles[{i}]")) for i, q in enumerate(qs)]
-        for i in range(1, len(values)):
-            if values[i] < values[i - 1]:
-                raise ScenarioError(_sub(field, f"quantiles[{i}]"), qs[i], f"{show_value(qs[i])} is below the quantile before it",
-                                    "expected non-decreasing quantiles (p0 first, p100 last)")  # fmt: skip
-        return quantile_table(values)
+        return quantile_table(_quantiles(spec["quantiles"], _sub(field, "quantiles"), _ALLOWED))
     unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles"})
     what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"keys {sorted(str(k) for k in keys)} do not form a distribution"
     raise ScenarioError(field, spec, what, _ALLOWED)
@@ -167,12 +171,5 @@ def pauses_ir(spec: Any, field: str = "host.pauses") -> dict[str, list[int]] | N
     if every > 3600 * 10**9:
         raise ScenarioError(_sub(field, "every"), spec["every"], f"{show_value(spec['every'])} is longer than an hour",
                             "expected at most 1h (or no [host] pauses)")  # fmt: skip
-    qs = spec["durations"]
-    if not isinstance(qs, (list, tuple)) or len(qs) < 2:
-        raise ScenarioError(_sub(field, "durations"), qs, f"{show_value(qs)} is not a list of at least two durations", _PAUSES_ALLOWED)
-    values = [_duration(q, _sub(field, f"durations[{i}]")) for i, q in enumerate(qs)]
-    for i in range(1, len(values)):
-        if values[i] < values[i - 1]:
-            raise ScenarioError(_sub(field, f"durations[{i}]"), qs[i], f"{show_value(qs[i])} is below the quantile before it",
-                                "expected non-decreasing quantiles (p0 first, p100 last)")  # fmt: skip
+    values = _quantiles(spec["durations"], _sub(field, "durations"), _PAUSES_ALLOWED)
     return {"gaps_ns": exponential_table(int(every)), "durations_ns": quantile_table(values)}

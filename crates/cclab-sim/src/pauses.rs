@@ -2,10 +2,10 @@
 //!
 //! A CPU is now and then busy elsewhere for a fraction of a millisecond to
 //! several milliseconds — the guest kernel's own work, or a virtual
-//! machine's host taking the vCPU away; on the kernel backend's 2-vCPU
-//! machines a pinned busy loop sees one such gap every 0.3–0.8 s per vCPU,
-//! most of them 0.8–0.9 ms, some 2–8 ms (docs/validation.md §4, "Host
-//! pauses"). Whatever the stalled vCPU was
+//! machine's host taking the vCPU away; on the project's 2-vCPU AMD VM a
+//! pinned busy loop saw 3.5 such gaps a second over both vCPUs (0.3 to 3
+//! per vCPU in two measurements), most of them 0.8–1 ms, some 2–8 ms
+//! (docs/validation.md §4, "Host pauses"). Whatever the stalled vCPU was
 //! doing — the emulator reading the sender's packets, the sender's stack
 //! taking in ACKs — stops, and what piled up meanwhile goes on at the end
 //! of the pause, back to back: an ACK-clocked train leaves as a burst.
