@@ -30,8 +30,9 @@ def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     pauses: Optional[float] = typer.Option(None, "--pauses", metavar="SECONDS", show_default=False,
                                            help="Also measure for SECONDS how often and how long this machine's CPUs stall "
-                                                "(a busy loop pinned to each CPU; run it on an idle machine) and print the "
-                                                "[host] pauses line that gives the simulator the same stalls."),
+                                                "(a busy loop pinned to each CPU; run it on an idle machine), which tasks ran "
+                                                "instead (as root, with tracefs), and the [host] pauses line that gives the "
+                                                "simulator stalls of that rate and size."),
 ) -> None:
     """What this machine can run: root, netns, TUN, netem/tbf, iperf3, congestion controls, BPF struct_ops."""
     from rich.table import Table
@@ -114,12 +115,37 @@ def _print_stalls(st: dict[str, Any], console: Any) -> None:
         t.add_row(name, str(r["stalls"]), f"{r['per_second']:.2f}", f"{r['stalled_fraction'] * 100:.3f} %",
                   f"{r['median_ms']:.2f} ms" if r["stalls"] else "–", f"{r['largest_ms']:.2f} ms" if r["stalls"] else "–")  # fmt: skip
     console.print(t)
+    _print_ran_instead(st.get("ran_instead"), console)
     if st["host_pauses"] is None:
         console.print("too few stalls (or one longer than 1 s) for a [host] pauses line; measure longer on an idle machine")
         return
     console.print("the simulator's hosts with these stalls (all CPUs together; docs/validation.md §4, \"Host pauses\"):")
     console.print("[host]", markup=False, highlight=False)
     console.print(toml_line(st["host_pauses"]), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_ran_instead(ran: dict[str, Any] | None, console: Any, top: int = 8) -> None:
+    """Which tasks the scheduler ran while the loops stalled (``doctor --pauses`` as root)."""
+    from rich.table import Table
+
+    if not ran:
+        return
+    if not ran["available"]:
+        console.print(f"what ran during the stalls: not measured — {ran['why']}", markup=False, highlight=False)
+        return
+    t = Table(title="what ran during the stalls (the guest scheduler's switches away from the loops)")
+    for col in ("task", "process", "stalls", "median", "time"):
+        t.add_column(col, justify="left" if col in ("task", "process") else "right")
+    rows = ran["tasks"]
+    for r in rows[:top]:
+        t.add_row(r["task"], r["process"] or "–", str(r["stalls"]), f"{r['median_ms']:.2f} ms", f"{r['stalled_ms']:.1f} ms")
+    if len(rows) > top:
+        rest = rows[top:]
+        t.add_row(f"{len(rest)} other task(s)", "", str(sum(r["stalls"] for r in rest)), "", f"{sum(r['stalled_ms'] for r in rest):.1f} ms")
+    ns = ran["no_switch"]
+    if ns["stalls"]:
+        t.add_row("no task switch", "interrupts, or the host took the vCPU", str(ns["stalls"]), f"{ns['median_ms']:.2f} ms", f"{ns['stalled_ms']:.1f} ms")
+    console.print(t)
 
 
 def compare_cmd(
