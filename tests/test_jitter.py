@@ -75,7 +75,7 @@ def test_no_jitter_leaves_the_ir_and_its_hash_as_before():
     ({"quantiles": ["5us"]}, "host.jitter.quantiles", "at least two"),
     ({"median": "2s", "p99": "3s"}, "host.jitter.median", "longer than 1 s"),
     ({"median": "20us", "p99": "1ms", "mean": "1us"}, "host.jitter", "unknown key(s) mean"),
-    ("20us", "host.jitter", "not a jitter distribution"),
+    ("20us", "host.jitter", "not a distribution of durations"),
     ({"median": "20uss", "p99": "1ms"}, "host.jitter.median", "unknown unit"),
 ])  # fmt: skip
 def test_bad_jitter_is_one_line_naming_the_field(jitter, field, words):

@@ -28,6 +28,16 @@ reaching its sender during one waits for its end (:func:`pauses_ir`; the
 engine's ``pauses.rs``). Unlike jitter, a pause is the same interval for
 every packet that falls into it, and pauses come at a rate in time.
 
+``[host] read_delay``, in the same two forms as ``jitter``, makes the
+receiving applications read late: in-order data waits in the socket for a
+time drawn from the distribution (one draw per read; the read takes all
+that waits), as a real receiver's application is woken and scheduled. It
+matters through Linux's ACK rule (``__tcp_ack_snd_check``): while data
+waits unread the receive window cannot grow, so the every-other-segment ACK
+is held, and the read's ``tcp_cleanup_rbuf`` ACKs everything at once — a
+stretch ACK, which an unpaced sender answers with a burst
+(docs/validation.md §4, "What the stalls are"). It works on every topology.
+
 The engine draws from a quantile table (``host.jitter_ns``: ``JITTER_POINTS``
 + 1 values at probabilities i / ``JITTER_POINTS``) with integer arithmetic,
 so draws are identical on every machine. The log-normal's table is cut at
@@ -43,10 +53,13 @@ from typing import Any
 from . import units
 from .errors import ScenarioError, show_value
 
-__all__ = ["JITTER_POINTS", "exponential_table", "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
+__all__ = ["JITTER_POINTS", "READ_DELAY_POINTS", "exponential_table", "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
+#: The same for ``read_delay``, whose rare long reads matter (one in 10⁴ releases a
+#: window as a burst): its table's last interval is p99.976–p100, not p99.6–p100.
+READ_DELAY_POINTS = 4096
 #: Longest jitter accepted (a host that is a second late is an outage, not jitter).
 MAX_JITTER_NS = 1_000_000_000
 #: Shortest mean time between host pauses accepted.
@@ -105,12 +118,12 @@ def _quantiles(qs: Any, field: str, allowed: str) -> list[int]:
     return values
 
 
-def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
-    """The IR table for a scenario's ``jitter`` (``[]`` for none)."""
+def jitter_table(spec: Any, field: str = "host.jitter", points: int = JITTER_POINTS) -> list[int]:
+    """The IR table for a scenario's ``jitter`` or ``read_delay`` (``[]`` for none), ``points`` + 1 values."""
     if spec is None:
         return []
     if not isinstance(spec, dict):
-        raise ScenarioError(field, spec, f"{show_value(spec)} is not a jitter distribution", _ALLOWED)
+        raise ScenarioError(field, spec, f"{show_value(spec)} is not a distribution of durations", _ALLOWED)
     keys = set(spec)
     if keys == {"median", "p99"}:
         median = _duration(spec["median"], _sub(field, "median"))
@@ -120,9 +133,9 @@ def jitter_table(spec: Any, field: str = "host.jitter") -> list[int]:
         if p99 < median:
             raise ScenarioError(_sub(field, "p99"), spec["p99"], f"{show_value(spec['p99'])} is below the median {show_value(spec['median'])}",
                                 "expected p99 ≥ median")  # fmt: skip
-        return lognormal_table(median, p99)
+        return lognormal_table(median, p99, points)
     if keys == {"quantiles"}:
-        return quantile_table(_quantiles(spec["quantiles"], _sub(field, "quantiles"), _ALLOWED))
+        return quantile_table(_quantiles(spec["quantiles"], _sub(field, "quantiles"), _ALLOWED), points)
     unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles"})
     what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"keys {sorted(str(k) for k in keys)} do not form a distribution"
     raise ScenarioError(field, spec, what, _ALLOWED)

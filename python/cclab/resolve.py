@@ -495,6 +495,9 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "an uncongested return only", "remove [host] pauses, or use one link without ack_path")
     if pauses:  # absent when off, like jitter
         host["pauses"] = pauses
+    read_delay = scenario.host.read_delay_table
+    if read_delay:  # absent when off, like jitter
+        host["read_delay_ns"] = read_delay
     record = _record_ir(scenario, len(flows), duration, sample, (measure_from, measure_to))
     ir = {
         "ir_version": IR_VERSION,

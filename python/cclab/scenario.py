@@ -48,6 +48,7 @@ The field names are a contract (README.md "A scenario"; resolved form: docs/ir.m
     [host]                           # optional
     jitter = { median = "20us", p99 = "200us" }   # simulator: host timing jitter (cclab.jitter)
     pauses = { every = "300ms", durations = ["0.2ms", "0.9ms", "8ms"] }   # simulator: host pauses (cclab.jitter)
+    read_delay = { median = "34us", p99 = "250us" }   # simulator: the receiving application reads late (cclab.jitter)
 
 Each value is parsed once, here: the models keep the strings users wrote
 (``rate == "80Mbps"``, printed and saved as written) as typed values that
@@ -761,23 +762,32 @@ class Measure(_Model):
 
 
 class Host(_Model):
-    """The end hosts: ``jitter`` and ``pauses`` (simulator only; :mod:`cclab.jitter`), kept as
-    written and as the engine's quantile tables (:attr:`jitter_table`, :attr:`pauses_ir`)."""
+    """The end hosts: ``jitter``, ``pauses`` and ``read_delay`` (simulator only; :mod:`cclab.jitter`),
+    kept as written and as the engine's quantile tables (:attr:`jitter_table`, :attr:`pauses_ir`,
+    :attr:`read_delay_table`)."""
 
     _where: ClassVar[str] = "host"
 
     jitter: Any = None  # checked by jitter_table (one line with the allowed forms)
     pauses: Any = None  # checked by pauses_ir
+    read_delay: Any = None  # checked by jitter_table, as jitter
     _jitter_table: list[int] = PrivateAttr(default_factory=list)
     _pauses_ir: dict[str, list[int]] | None = PrivateAttr(default=None)
+    _read_delay_table: list[int] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _table(self) -> Host:
-        from .jitter import jitter_table, pauses_ir
+        from .jitter import READ_DELAY_POINTS, jitter_table, pauses_ir
 
         self._jitter_table = jitter_table(self.jitter, "jitter")  # every check, one line each
         self._pauses_ir = pauses_ir(self.pauses, "pauses")
+        self._read_delay_table = jitter_table(self.read_delay, "read_delay", READ_DELAY_POINTS)
         return self
+
+    @property
+    def read_delay_table(self) -> list[int]:
+        """``host.read_delay_ns`` of the IR (``[]``: the applications read at once)."""
+        return self._read_delay_table
 
     @property
     def pauses_ir(self) -> dict[str, list[int]] | None:

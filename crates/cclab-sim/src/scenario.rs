@@ -76,6 +76,13 @@ pub struct Host {
     /// without pauses keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pauses: Option<HostPauses>,
+    /// The receiving application's read latency (`tcp/receiver.rs`):
+    /// quantiles of the time from in-order data reaching the socket to the
+    /// application's read, at probabilities i / (n − 1), in ns. Optional
+    /// (absent or empty: the application reads at once), so scenarios
+    /// without it keep their IR and its hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_delay_ns: Vec<u64>,
 }
 
 /// Host pauses (`pauses.rs`): quantiles at probabilities i / (n − 1), in ns,

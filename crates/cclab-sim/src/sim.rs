@@ -37,6 +37,8 @@ const STREAM_JITTER_ACK: u64 = 2 << 32;
 const STREAM_JITTER_TX: u64 = 3 << 32;
 /// Host pauses (`pauses.rs`): one stream for the whole run.
 const STREAM_PAUSES: u64 = 4 << 32;
+/// Flow f's receiving application's read latencies (`[host] read_delay`).
+const STREAM_READ: u64 = 5 << 32;
 
 /// The test harness: the real simulator, stepped one event at a time, with
 /// the flows' algorithm state in view (test builds only).
@@ -84,6 +86,8 @@ struct FlowState {
     /// by the sender).
     tx_jitter_rng: Rng,
     ack_jitter_rng: Rng,
+    /// Its receiving application's read latencies (with `Sim::read_delay`).
+    read_rng: Rng,
 }
 
 pub struct Sim {
@@ -110,6 +114,9 @@ pub struct Sim {
     /// Host pauses (`pauses.rs`), if any: data reaching the bottleneck and
     /// ACKs reaching their sender wait for the end of a pause.
     pauses: Option<Pauses>,
+    /// The receiving applications' read latency (`host.read_delay_ns`), if
+    /// they do not read at once.
+    read_delay: Option<Jitter>,
 }
 
 /// Flows' state above which the event loop prefetches (see `Sim::prefetch`).
@@ -235,6 +242,7 @@ impl Sim {
             Some(p) => Pauses::new(&p.gaps_ns, &p.durations_ns, Rng::new(sc.seed, STREAM_PAUSES))?,
             None => None,
         };
+        let read_delay = Jitter::new(&sc.host.read_delay_ns).map_err(|e| e.replace("host.jitter_ns", "host.read_delay_ns"))?;
         if let Some(j) = &jitter {
             // validated: one link, ACKs uncongested — its line is the receivers'
             links[0].set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));
@@ -262,6 +270,9 @@ impl Sim {
             // flow's receiver its sender's).
             let needs_ecn = cc.needs_ecn();
             receiver.set_ack_options(f.ack_every, f.sack);
+            if read_delay.is_some() {
+                receiver.defer_reads();
+            }
             receiver.set_ecn(match (f.ecn, needs_ecn) {
                 (false, _) => EcnMode::Off,
                 (true, false) => EcnMode::Classic,
@@ -307,6 +318,7 @@ let mut sender = Sender::new(
                 },
                 tx_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_TX + f.id as u64),
                 ack_jitter_rng: Rng::new(sc.seed, STREAM_JITTER_ACK + f.id as u64),
+                read_rng: Rng::new(sc.seed, STREAM_READ + f.id as u64),
             });
         }
         let n_samples = (sc.duration_ns / sc.sample_interval_ns) as usize;
@@ -353,6 +365,7 @@ let mut sender = Sender::new(
             flows_interval,
             jitter,
             pauses,
+            read_delay,
             prefetch: sc.flows.len() * std::mem::size_of::<FlowState>() > PREFETCH_MIN_BYTES,
         })
     }
@@ -570,6 +583,11 @@ let mut sender = Sender::new(
         let d = pkt.data;
         let rcv_nxt = fl.receiver.rcv_nxt;
         fl.receiver.on_segment_flags(now, d.seq, payload, d.tsecr_ms(), pkt.ect, pkt.ce, d.cwr(), d.psh(), &mut acks);
+        if let Some(rd) = self.read_delay.as_ref() {
+            if fl.receiver.read_wanted() {
+                fl.receiver.schedule_read(now + Dur(rd.sample(&mut fl.read_rng)));
+            }
+        }
         if fl.receiver.rcv_nxt != rcv_nxt {
             fl.last_delivery = now;
         }

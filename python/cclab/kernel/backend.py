@@ -121,6 +121,9 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
     if ir.get("host", {}).get("pauses"):
         raise ScenarioError("host.pauses", "(set)", "host pauses are a simulator option: the kernel backend's hosts are real and pause on their own",
                             "remove [host] pauses or use --backend sim")  # fmt: skip
+    if ir.get("host", {}).get("read_delay_ns"):
+        raise ScenarioError("host.read_delay", "(set)", "the receiving application's read latency is a simulator option: the kernel backend's applications are real and read when they are scheduled",
+                            "remove [host] read_delay or use --backend sim")  # fmt: skip
     n = len(ir["flows"])
     if n > machine.MAX_FLOWS:
         raise ScenarioError("flows", n, f"{n} flows need more than the kernel backend allows", f"at most {machine.MAX_FLOWS} flows per kernel run")

@@ -137,6 +137,9 @@ pub fn ts_ms(t: Time) -> u32 {
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct Receiver {
+    /// The application's next read, when reads are deferred
+    /// (`defer_reads`) and in-order data waits for it.
+    read_at: Option<Time>,
     /// Delayed-ACK deadline, if armed.
     pub delack_at: Option<Time>,
     comp: CompressedAck,
@@ -173,6 +176,11 @@ pub struct Receiver {
     /// is ACKed at once with a plain duplicate ACK (`__tcp_ack_snd_check`:
     /// `!tcp_is_sack(tp)` → send now).
     sack: bool,
+    /// The application reads when the engine says (`schedule_read`), not the
+    /// moment data is in order: in-order segments wait (`unread`).
+    defer_reads: bool,
+    /// In-order segments the application has not read yet (`defer_reads`).
+    unread: u32,
     /// Segments received (incl. duplicates) — for conservation checks.
     pub segments_received: u64,
     /// ACKs sent.
@@ -189,6 +197,9 @@ impl Receiver {
     pub fn new(now: Time, cfg: RcvConfig, handshake_rtt: Dur) -> Receiver {
         Receiver {
             rcv_nxt: 0,
+            read_at: None,
+            defer_reads: false,
+            unread: 0,
             ooo: Vec::new(),
             recent: Vec::new(),
             quick: 0,
@@ -375,8 +386,13 @@ impl Receiver {
                 self.ack_now = true;
             }
             out.extend(self.ack_snd_check(now, true));
-            // The application reads what became in order (tcp_recvmsg).
-            out.extend(self.app_read(now, 1 + pulled));
+            // The application reads what became in order (tcp_recvmsg): at
+            // once, or at its next read (`schedule_read`).
+            if self.defer_reads {
+                self.unread += 1 + pulled;
+            } else {
+                out.extend(self.app_read(now, 1 + pulled));
+            }
             return;
         }
         // Out of order (tcp_data_queue_ofo): insert, SACK, maybe grow the
@@ -484,19 +500,51 @@ impl Receiver {
     /// Prefetch hint: the timers (`next_deadline`).
     #[inline(always)]
     pub fn prefetch_deadline(&self) {
-        crate::prefetch::fields(&self.delack_at, &self.comp);
+        crate::prefetch::fields(&self.read_at, &self.comp);
     }
 
-    /// The earliest receiver timer (delayed ACK or compressed SACK).
+    /// The earliest receiver timer (the application's read, delayed ACK or
+    /// compressed SACK).
     pub fn next_deadline(&self) -> Option<Time> {
-        match (self.delack_at, self.comp.timer) {
+        let t = match (self.delack_at, self.comp.timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.read_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
     }
 
-    /// A receiver timer fired (`tcp_delack_timer` / `tcp_compressed_ack_kick`).
+    /// The application reads later than the data arrives: each read is
+    /// scheduled by the engine (`schedule_read`) when in-order data waits
+    /// and none is (the engine draws the read latency, `[host] read_delay`).
+    pub fn defer_reads(&mut self) {
+        self.defer_reads = true;
+    }
+
+    /// In-order data waits and no read is scheduled (only with `defer_reads`).
+    #[inline]
+    pub fn read_wanted(&self) -> bool {
+        self.unread > 0 && self.read_at.is_none()
+    }
+
+    /// The application's next read happens at `at` (≥ now).
+    pub fn schedule_read(&mut self, at: Time) {
+        self.read_at = Some(at);
+    }
+
+    /// A receiver timer fired: the application's read (`tcp_recvmsg`: it
+    /// takes every in-order segment waiting, and `tcp_cleanup_rbuf` may ACK),
+    /// `tcp_delack_timer` or `tcp_compressed_ack_kick`.
     pub fn on_timer(&mut self, now: Time) -> Option<Ack> {
+        if self.read_at.is_some_and(|t| t <= now) {
+            self.read_at = None;
+            let n = std::mem::take(&mut self.unread);
+            if let Some(ack) = self.app_read(now, n) {
+                return Some(ack); // it cleared the other timers
+            }
+        }
         if self.comp.timer.is_some_and(|t| t <= now) {
             self.comp.timer = None;
             if self.comp.count > 0 {
@@ -657,6 +705,35 @@ mod tests {
         assert!(r.on_segment(Time(20), n + 2, MSS, 0).is_none());
         assert!(r.on_timer(Time(20) + Dur(DELACK_MIN.0 - 1)).is_none());
         assert_eq!(r.on_timer(Time(20) + DELACK_MIN).map(|a| a.cum), Some(n + 3));
+    }
+
+    #[test]
+    fn a_late_read_holds_the_acks_and_then_acks_everything_it_read() {
+        // __tcp_ack_snd_check: the every-other-segment ACK needs the window
+        // not to shrink; unread data takes receive space, so while the
+        // application has not read, ACKs wait — and tcp_cleanup_rbuf ACKs
+        // all of it after the read (the kernel's stretch ACKs).
+        let mut r = settled();
+        r.defer_reads();
+        let n = r.rcv_nxt;
+        for k in 0..10 {
+            let mut out = vec![];
+            r.on_segment_flags(Time(10 + k as u64), n + k, MSS, 0, false, false, false, false, &mut out);
+            assert!(out.is_empty(), "segment {k}: held while unread");
+            if r.read_wanted() {
+                assert_eq!(k, 0, "one read is scheduled for all of them");
+                r.schedule_read(Time(100));
+            }
+        }
+        assert_eq!(r.next_deadline(), Some(Time(100)), "the read comes before the delayed-ACK timer");
+        assert_eq!(r.on_timer(Time(99)), None);
+        assert_eq!(r.on_timer(Time(100)).map(|a| a.cum), Some(n + 10), "one ACK for the ten segments read");
+        assert_eq!((r.next_deadline(), r.read_wanted()), (None, false));
+        // Without deferred reads the same ten segments get five ACKs.
+        let mut r = settled();
+        let n = r.rcv_nxt;
+        let acks: usize = (0..10).map(|k| seg_psh(&mut r, 10 + k as u64, n + k, false).len()).sum();
+        assert_eq!(acks, 5);
     }
 
     /// Segment `seq` (full-sized) with PSH set or not; the ACKs it triggers.
