@@ -36,7 +36,8 @@ matters through Linux's ACK rule (``__tcp_ack_snd_check``): while data
 waits unread the receive window cannot grow, so the every-other-segment ACK
 is held, and the read's ``tcp_cleanup_rbuf`` ACKs everything at once — a
 stretch ACK, which an unpaced sender answers with a burst
-(docs/validation.md §4, "What the stalls are"). It works on every topology.
+(docs/validation.md §4, "The receiving application's read latency"). It
+works on every topology; the kernel backend refuses it.
 
 The engine draws from a quantile table (``host.jitter_ns``: ``JITTER_POINTS``
 + 1 values at probabilities i / ``JITTER_POINTS``) with integer arithmetic,
@@ -57,8 +58,9 @@ __all__ = ["JITTER_POINTS", "READ_DELAY_POINTS", "exponential_table", "jitter_ta
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
-#: The same for ``read_delay``, whose rare long reads matter (one in 10⁴ releases a
-#: window as a burst): its table's last interval is p99.976–p100, not p99.6–p100.
+#: The same for ``read_delay``, whose rare long reads matter (reads of 1–3 ms, about
+#: 200 in a million on the kernel testbed, are what release a long-RTT window as one
+#: burst): its table's last interval is p99.976–p100, not p99.6–p100.
 READ_DELAY_POINTS = 4096
 #: Longest jitter accepted (a host that is a second late is an outage, not jitter).
 MAX_JITTER_NS = 1_000_000_000

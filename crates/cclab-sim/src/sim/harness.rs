@@ -164,7 +164,7 @@ impl Path {
                 rcv_truesize: 2304,
                 jitter_ns: vec![],
                 pauses: None,
-        read_delay_ns: vec![],
+                read_delay_ns: vec![],
             },
             record: None,
         }
