@@ -403,8 +403,9 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     expected_max = 4 * 10**9 * 200 * MS // (8 * S) + 10_000_000
     assert ir["host"]["tcp_rmem"] == [4096, 131072, expected_max]
     assert ir["host"]["tcp_wmem"] == [4096, 16384, expected_max]
-    # jitter_ns and pauses are optional (absent without [host] jitter / pauses; docs/ir.md)
-    assert set(ir["host"]) | {"jitter_ns", "pauses"} == rust_fields("Host")
+    # jitter_ns, pauses and read_delay_ns are optional (absent without [host] jitter / pauses /
+    # read_delay; docs/ir.md)
+    assert set(ir["host"]) | {"jitter_ns", "pauses", "read_delay_ns"} == rust_fields("Host")
     both = resolve(scenario_from_dict(small(host={"jitter": {"median": "10us", "p99": "50us"},
                                                   "pauses": {"every": "300ms", "durations": ["1ms", "2ms"]}})))
     assert set(both["host"]) == rust_fields("Host")
