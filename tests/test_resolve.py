@@ -407,7 +407,8 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     # read_delay; docs/ir.md)
     assert set(ir["host"]) | {"jitter_ns", "pauses", "read_delay_ns"} == rust_fields("Host")
     both = resolve(scenario_from_dict(small(host={"jitter": {"median": "10us", "p99": "50us"},
-                                                  "pauses": {"every": "300ms", "durations": ["1ms", "2ms"]}})))
+                                                  "pauses": {"every": "300ms", "durations": ["1ms", "2ms"]},
+                                                  "read_delay": {"median": "30us", "p99": "250us"}})))
     assert set(both["host"]) == rust_fields("Host")
     assert set(both["host"]["pauses"]) == rust_fields("HostPauses")
 
