@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cclab.resolve import IR_VERSION, host_ir
+from cclab.resolve import IR_VERSION, host_ir, resolve
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -134,6 +134,16 @@ def has_simulate() -> bool:
 
 #: Skip a test until the engine has simulate() (then it runs for real).
 needs_engine = pytest.mark.skipif(not has_simulate(), reason="cclab._native has no simulate() yet (engine not landed)")
+
+
+def sim_frames(sc) -> tuple:
+    """Run a :class:`cclab.scenario.Scenario` on the simulator, in memory: (IR, flows frame, link frame)."""
+    from cclab import metrics
+    from cclab.backends.sim import SimBackend
+
+    ir = resolve(sc)
+    raw = SimBackend().run(ir)
+    return ir, metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
 
 
 def one_line_error(result, *needles: str) -> str:

@@ -10,12 +10,11 @@ import numpy as np
 import pytest
 
 import cclab._native as native
-from cclab import metrics
-from cclab.backends.sim import SimBackend
 from cclab.errors import ScenarioError
 from cclab.jitter import JITTER_POINTS, lognormal_table, quantile_table
 from cclab.resolve import ir_hash, resolve
 from cclab.scenario import scenario_from_dict
+from helpers import sim_frames
 
 pytestmark = pytest.mark.skipif(not hasattr(native, "simulate"), reason="the native engine is not built")
 
@@ -34,10 +33,7 @@ def _scenario(jitter=None, seed=1, duration="12s", cca="bbr"):
     return scenario_from_dict(d)
 
 
-def _run(sc):
-    ir = resolve(sc)
-    raw = SimBackend().run(ir)
-    return ir, metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+_run = sim_frames
 
 
 def test_lognormal_table_has_the_requested_quantiles():

@@ -9,12 +9,11 @@ from __future__ import annotations
 import pytest
 
 import cclab._native as native
-from cclab import metrics
-from cclab.backends.sim import SimBackend
 from cclab.errors import ScenarioError
 from cclab.jitter import JITTER_POINTS, exponential_table
 from cclab.resolve import ir_hash, resolve
 from cclab.scenario import scenario_from_dict
+from helpers import sim_frames
 
 pytestmark = pytest.mark.skipif(not hasattr(native, "simulate"), reason="the native engine is not built")
 
@@ -42,9 +41,7 @@ def _scenario(pauses=None, seed=1, duration="12s", rate="500Mbps", buffer="100KB
 
 
 def _run(sc):
-    ir = resolve(sc)
-    raw = SimBackend().run(ir)
-    return metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+    return sim_frames(sc)[1:]
 
 
 def test_exponential_table_has_the_requested_mean_and_median():

@@ -8,12 +8,11 @@ from __future__ import annotations
 import pytest
 
 import cclab._native as native
-from cclab import metrics
-from cclab.backends.sim import SimBackend
 from cclab.errors import ScenarioError
 from cclab.jitter import READ_DELAY_POINTS
 from cclab.resolve import ir_hash, resolve
 from cclab.scenario import scenario_from_dict
+from helpers import sim_frames
 
 pytestmark = pytest.mark.skipif(not hasattr(native, "simulate"), reason="the native engine is not built")
 
@@ -35,9 +34,7 @@ def _scenario(read_delay=None, seed=1, duration="8s", cca="reno", rate="500Mbps"
 
 
 def _run(sc):
-    ir = resolve(sc)
-    raw = SimBackend().run(ir)
-    return metrics.flows_frame(raw, ir), metrics.link_frame(raw, ir)
+    return sim_frames(sc)[1:]
 
 
 def test_no_read_delay_leaves_the_ir_and_its_hash_as_before():

@@ -27,16 +27,17 @@ pub struct Jitter {
 }
 
 impl Jitter {
-    /// `None` for an empty table (no jitter: nothing is drawn).
-    pub fn new(table: &[u64]) -> Result<Option<Jitter>, String> {
+    /// `None` for an empty table (no jitter: nothing is drawn). `field`
+    /// names the IR field the table came from, in the errors.
+    pub fn new(table: &[u64], field: &str) -> Result<Option<Jitter>, String> {
         if table.is_empty() {
             return Ok(None);
         }
         if table.len() < 2 {
-            return Err("host.jitter_ns needs at least two quantiles (p0 and p100)".into());
+            return Err(format!("{field} needs at least two quantiles (p0 and p100)"));
         }
         if table.windows(2).any(|w| w[0] > w[1]) {
-            return Err("host.jitter_ns must be non-decreasing".into());
+            return Err(format!("{field} must be non-decreasing"));
         }
         Ok(Some(Jitter {
             table: table.to_vec(),
@@ -62,16 +63,18 @@ mod tests {
 
     #[test]
     fn empty_table_is_no_jitter_and_bad_tables_are_refused() {
-        assert!(Jitter::new(&[]).unwrap().is_none());
-        assert!(Jitter::new(&[5]).is_err());
-        assert!(Jitter::new(&[5, 4]).is_err());
+        assert!(Jitter::new(&[], "t").unwrap().is_none());
+        assert!(Jitter::new(&[5], "t").is_err());
+        assert!(Jitter::new(&[5, 4], "t").is_err());
+        let e = Jitter::new(&[5], "host.read_delay_ns").err().unwrap();
+        assert!(e.starts_with("host.read_delay_ns needs at least two quantiles"), "{e}");
     }
 
     #[test]
     fn draws_follow_the_quantile_table() {
         // Quantiles 0, 10, 1000 at p = 0, ½, 1: half the draws below 10 ns,
         // the upper half spread uniformly over (10, 1000).
-        let j = Jitter::new(&[0, 10, 1000]).unwrap().unwrap();
+        let j = Jitter::new(&[0, 10, 1000], "t").unwrap().unwrap();
         let mut rng = Rng::new(7, 3);
         let n = 200_000;
         let draws: Vec<u64> = (0..n).map(|_| j.sample(&mut rng)).collect();
@@ -86,7 +89,7 @@ mod tests {
     #[test]
     fn same_seed_same_draws() {
         let t = [0, 3, 9, 400];
-        let j = Jitter::new(&t).unwrap().unwrap();
+        let j = Jitter::new(&t, "t").unwrap().unwrap();
         let (mut a, mut b) = (Rng::new(3, 9), Rng::new(3, 9));
         assert!((0..100).all(|_| j.sample(&mut a) == j.sample(&mut b)));
     }

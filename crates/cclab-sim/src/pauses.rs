@@ -45,9 +45,8 @@ impl Pauses {
         if gaps_ns.is_empty() && durations_ns.is_empty() {
             return Ok(None);
         }
-        let gaps = Jitter::new(gaps_ns).map_err(|e| e.replace("jitter_ns", "pauses.gaps_ns"))?;
-        let durations =
-            Jitter::new(durations_ns).map_err(|e| e.replace("jitter_ns", "pauses.durations_ns"))?;
+        let gaps = Jitter::new(gaps_ns, "host.pauses.gaps_ns")?;
+        let durations = Jitter::new(durations_ns, "host.pauses.durations_ns")?;
         let (Some(gaps), Some(durations)) = (gaps, durations) else {
             return Err("host.pauses needs both gaps_ns and durations_ns".into());
         };
