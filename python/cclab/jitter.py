@@ -58,9 +58,9 @@ __all__ = ["JITTER_POINTS", "READ_DELAY_POINTS", "exponential_table", "jitter_ta
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
-#: The same for ``read_delay``, whose rare long reads matter (reads of 1–3 ms, about
-#: 200 in a million on the kernel testbed, are what release a long-RTT window as one
-#: burst): its table's last interval is p99.976–p100, not p99.6–p100.
+#: The same for ``read_delay``, whose rare long reads matter (reads of 1–4 ms, 100 to
+#: 200 in a million in two measurements on the kernel testbed, are what release a
+#: long-RTT window as one burst): its table's last interval is p99.976–p100, not p99.6–p100.
 READ_DELAY_POINTS = 4096
 #: Longest jitter accepted (a host that is a second late is an outage, not jitter).
 MAX_JITTER_NS = 1_000_000_000
