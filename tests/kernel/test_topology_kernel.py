@@ -72,13 +72,25 @@ def test_two_way_traffic_kernel_and_simulator_agree_within_5_percent(buffer: str
     assert k["per_link"]["fwd"]["flows"] == [0] and k["per_link"]["fwd"]["ack_flows"] == [1]
 
 
-def test_reverse_traffic_lowers_forward_goodput_on_the_kernel_too(tmp_path) -> None:
-    import cclab
+REVERSE_TRIALS = 5  # forward flow with reverse traffic, 10 s runs: 8.42-9.12 Mbit/s over 13 runs, 9.29 once in CI
 
-    alone = cclab.run(two_way("20pkts", "cubic", "10s", reverse=False), backend="kernel", out=tmp_path / "a", plot=False)
-    both = cclab.run(two_way("20pkts", "cubic", "10s"), backend="kernel", out=tmp_path / "b", plot=False)
-    a, b = alone.summary["per_flow"][0]["goodput_bps"], both.summary["per_flow"][0]["goodput_bps"]
-    print(f"kernel, 20-packet buffers: forward alone {a / 1e6:.2f} Mbit/s, with reverse traffic {b / 1e6:.2f}")
+
+def test_reverse_traffic_lowers_forward_goodput_on_the_kernel_too(tmp_path) -> None:
+    """A flow alone gets 9.65 Mbit/s in every run; with the other direction saturated its ACKs queue
+    and drop behind 20 packets of data and it gets less, by an amount that varies from run to run with
+    the two flows' phases (-5.5 to -12.7 % over 13 runs, -3.8 % once in CI), so the claim is about the
+    mean over trials, as in the two-way comparison above."""
+    alone = valid_kernel_run(two_way("20pkts", "cubic", "10s", reverse=False), tmp_path / "a")
+    assert alone.meta["valid"], alone.meta["invalid_reasons"]
+    a = alone.summary["per_flow"][0]["goodput_bps"]
+    both = []
+    for seed in range(1, REVERSE_TRIALS + 1):
+        run = valid_kernel_run({**two_way("20pkts", "cubic", "10s"), "seed": seed}, tmp_path / f"b{seed}")
+        assert run.meta["valid"], run.meta["invalid_reasons"]
+        both.append(run.summary["per_flow"][0]["goodput_bps"])
+    b = sum(both) / len(both)
+    print(f"kernel, 20-packet buffers: forward alone {a / 1e6:.2f} Mbit/s, with reverse traffic "
+          + " ".join(f"{g / 1e6:.2f}" for g in both) + f" (mean {b / 1e6:.2f})")  # fmt: skip
     assert b < 0.96 * a
 
 
