@@ -148,6 +148,16 @@ def test_compare_notes_every_link_difference_and_flow_path_ecn_bytes():
     assert any(n.startswith("link.qdisc differs between the two runs ({'kind': 'droptail'} vs") for n in notes), notes
     assert "flows differ in ECN (flow 1: False vs True)" in notes, notes
     assert "flows differ in bytes (flow 1: None vs 1000000)" in notes, notes
+    # the simulator's host models: jitter, pauses and the read latency, tables and probabilities
+    d = record.read_run(FIXTURES / "run-bbr-cubic")
+    d.ir = _v4(d)
+    d.ir.setdefault("host", {})["read_delay_ns"] = [0, 10_000]
+    assert compare_runs(a, d).notes == ["host.read_delay differs between the two runs"]
+    e = record.read_run(FIXTURES / "run-bbr-cubic")
+    e.ir = copy.deepcopy(d.ir)
+    e.ir["host"]["read_delay_p"] = [0, 2**32]
+    e.ir["host"]["jitter_ns"] = [0, 5]
+    assert compare_runs(d, e).notes == ["host.jitter differs between the two runs", "host.read_delay differs between the two runs"]
     # topologies: the links by name, and each flow's path
     c = record.read_run(FIXTURES / "run-bbr-cubic")
     c.ir = _v4(c)

@@ -57,12 +57,55 @@ def test_no_read_delay_leaves_the_ir_and_its_hash_as_before():
     ({"quantiles": ["2ms", "1ms"]}, "host.read_delay.quantiles[1]", "below the quantile before it"),
     ({"median": "50us", "p95": "1ms"}, "host.read_delay", "unknown key(s) p95"),
     ({"median": "5s", "p99": "6s"}, "host.read_delay.median", "longer than 1 s"),
+    ({"histogram": {"bin": "10us"}}, "host.read_delay.histogram", "are not bin and counts"),
+    ({"histogram": [1, 2]}, "host.read_delay.histogram", "is not a histogram"),
+    ({"histogram": {"bin": "0us", "counts": [1]}}, "host.read_delay.histogram.bin", "wider than 0"),
+    ({"histogram": {"bin": "10xs", "counts": [1]}}, "host.read_delay.histogram.bin", "unknown unit"),
+    ({"histogram": {"bin": "10us", "counts": []}}, "host.read_delay.histogram.counts", "not a list of counts"),
+    ({"histogram": {"bin": "10us", "counts": [3, -1]}}, "host.read_delay.histogram.counts[1]", "not a whole number ≥ 0"),
+    ({"histogram": {"bin": "10us", "counts": [3, 1.5]}}, "host.read_delay.histogram.counts[1]", "not a whole number ≥ 0"),
+    ({"histogram": {"bin": "10us", "counts": [0, 0]}}, "host.read_delay.histogram.counts", "every count is 0"),
+    ({"histogram": {"bin": "600ms", "counts": [1, 0, 1]}}, "host.read_delay.histogram.bin", "ends beyond 1 s"),
+    ({"histogram": {"bin": "10us", "counts": [1]}, "median": "1us"}, "host.read_delay", "do not form a distribution"),
 ])  # fmt: skip
 def test_bad_read_delay_is_one_line_naming_the_field(spec, field, words):
     with pytest.raises(ScenarioError) as e:
         _scenario(spec)
     msg = str(e.value)
     assert msg.startswith(field + ":") and words in msg and "\n" not in msg, msg
+
+
+def test_a_histogram_goes_to_the_engine_as_edges_and_cumulative_probabilities():
+    # counts of [0, 10), [10, 20), [20, 30), [30, 40) µs, the last two bins' trailing zero left out
+    h = {"histogram": {"bin": "10us", "counts": [1, 0, 3, 0]}}
+    host = resolve(_scenario(h))["host"]
+    assert host["read_delay_ns"] == [0, 10_000, 20_000, 30_000]
+    assert host["read_delay_p"] == [0, 2**30, 2**30, 2**32]  # the empty bin: no probability
+    assert _scenario(h).to_dict()["host"] == {"read_delay": h}
+    # evenly spaced spellings have no probabilities, and no read delay has neither
+    assert "read_delay_p" not in resolve(_scenario(LATE))["host"]
+    assert "read_delay_p" not in resolve(_scenario())["host"]
+    # the same histogram as jitter (jitter_ns / jitter_p)
+    j = resolve(scenario_from_dict({"name": "j", "duration": "1s", "link": {"rate": "10Mbps"},
+                                    "flows": [{"cca": "cubic", "rtt": "10ms"}], "host": {"jitter": h}}))["host"]  # fmt: skip
+    assert j["jitter_ns"] == host["read_delay_ns"] and j["jitter_p"] == host["read_delay_p"]
+
+
+def test_a_rare_tail_keeps_its_measured_weight():
+    # a million reads of 0-10 µs and one of 2-2.01 ms: drawn with the histogram's probabilities the
+    # reader is all but punctual — as with reads uniform over 0-10 µs — where the same 202 edges
+    # evenly spaced in probability would make the median read 1 ms late
+    counts = [999_999] + [0] * 199 + [1]
+    hist, _ = _run(_scenario({"histogram": {"bin": "10us", "counts": counts}}, duration="4s"))
+    same, _ = _run(_scenario({"histogram": {"bin": "10us", "counts": counts}}, duration="4s"))
+    assert hist.equals(same)
+    fast, _ = _run(_scenario({"quantiles": ["0us", "10us"]}, duration="4s"))
+    edges = [f"{i * 10}us" for i in range(202)]
+    smeared, _ = _run(_scenario({"quantiles": edges}, duration="4s"))
+    win = lambda f: f[f.time_s >= 2].goodput_bps.mean()  # noqa: E731
+    print(f"goodput: histogram {win(hist) / 1e6:.1f}, 0-10 µs {win(fast) / 1e6:.1f}, edges evenly spaced {win(smeared) / 1e6:.1f} Mbit/s")
+    assert abs(win(hist) / win(fast) - 1) < 0.03
+    assert win(smeared) < 0.8 * win(fast)
 
 
 def test_the_kernel_backend_refuses_it_and_topologies_take_it():

@@ -189,9 +189,10 @@ def _scenario_notes(a: Run, b: Run) -> list[str]:
     for key in ("duration_ns", "sample_interval_ns", "measure", "mss", "header_bytes"):
         if ia.get(key) != ib.get(key):
             notes.append(f"{key} differs between the two runs")
-    ja, jb = (dict(ir.get("host") or {}).get("jitter_ns") for ir in (ia, ib))
-    if ja != jb:  # the rest of `host` (socket buffers) follows from the links and flows
-        notes.append("host.jitter_ns differs between the two runs")
+    for key in ("jitter", "pauses", "read_delay"):  # the rest of `host` (socket buffers) follows from the links and flows
+        ha, hb = ({k: v for k, v in dict(ir.get("host") or {}).items() if k.startswith(key)} for ir in (ia, ib))
+        if ha != hb:
+            notes.append(f"host.{key} differs between the two runs")
     if ia.get("seed") != ib.get("seed"):
         notes.append(f"seeds differ ({ia.get('seed')} vs {ib.get('seed')})")
     for run in (a, b):

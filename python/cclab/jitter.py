@@ -9,6 +9,8 @@ scenario says otherwise::
     jitter = { median = "20us", p99 = "200us" }      # log-normal through these two quantiles
     # jitter = { quantiles = ["0us", "8us", "15us", "40us", "2ms"] }   # a measured distribution:
     #          quantiles evenly spaced in probability from p0 to p100
+    # jitter = { histogram = { bin = "10us", counts = [120, 410, 95, 0, 3] } }   # a measured histogram:
+    #          counts of [0, 10us), [10us, 20us), …; uniform inside a bin
 
 Each of the four times a packet crosses a host — data leaving the sender,
 data reaching the receiver, the ACK leaving the receiver, the ACK reaching
@@ -41,7 +43,13 @@ works on every topology; the kernel backend refuses it.
 
 The engine draws from a quantile table (``host.jitter_ns``: ``JITTER_POINTS``
 + 1 values at probabilities i / ``JITTER_POINTS``) with integer arithmetic,
-so draws are identical on every machine. The log-normal's table is cut at
+so draws are identical on every machine. A histogram is given to the engine
+as it is — its bin edges, and beside them (``host.jitter_p``) the cumulative
+probability at each edge in units of 2⁻³² — so its rare long values keep
+their measured frequency: resampled onto an evenly spaced table, a tail
+rarer than one table interval would be smeared over that whole interval
+(for ``read_delay``, a 4 096-interval table drew reads over 1 ms twice as
+often as the measurement that made it). The log-normal's table is cut at
 p = 1 − 0.1 / ``JITTER_POINTS`` (≈ p99.96). The kernel backend's hosts are
 real and have their own timing: the option is refused there.
 """
@@ -54,7 +62,8 @@ from typing import Any
 from . import units
 from .errors import ScenarioError, show_value
 
-__all__ = ["JITTER_POINTS", "READ_DELAY_POINTS", "exponential_table", "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
+__all__ = ["JITTER_POINTS", "MAX_HISTOGRAM_BINS", "PROB_ONE", "READ_DELAY_POINTS", "exponential_table", "histogram_table",
+           "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
@@ -62,13 +71,20 @@ JITTER_POINTS = 256
 #: 200 in a million in two measurements on the kernel testbed, are what release a
 #: long-RTT window as one burst): its table's last interval is p99.976–p100, not p99.6–p100.
 READ_DELAY_POINTS = 4096
+#: Probability one in the units of the IR's ``host.jitter_p`` / ``host.read_delay_p`` (2³²).
+PROB_ONE = 1 << 32
+#: Most bins a histogram may have (a 5 ms range in 10 µs bins is 500).
+MAX_HISTOGRAM_BINS = 100_000
 #: Longest jitter accepted (a host that is a second late is an outage, not jitter).
 MAX_JITTER_NS = 1_000_000_000
 #: Shortest mean time between host pauses accepted.
 MIN_PAUSE_EVERY_NS = 1_000
 
-_ALLOWED = ('expected { median = "20us", p99 = "200us" } (a log-normal through the two quantiles) '
-            'or { quantiles = ["0us", "10us", "1ms"] } (evenly spaced in probability, p0 to p100, non-decreasing)')
+_ALLOWED = ('expected { median = "20us", p99 = "200us" } (a log-normal through the two quantiles), '
+            '{ quantiles = ["0us", "10us", "1ms"] } (evenly spaced in probability, p0 to p100, non-decreasing) '
+            'or { histogram = { bin = "10us", counts = [120, 410, 3] } } (counts of [0, bin), [bin, 2 bin), …)')
+_HIST_ALLOWED = ('expected { bin = "10us", counts = [120, 410, 3] }: a positive bin width and the number of '
+                 'values in [0, bin), [bin, 2 bin), … as whole numbers ≥ 0, not all 0')
 
 
 def _sub(field: str, name: str) -> str:
@@ -120,10 +136,47 @@ def _quantiles(qs: Any, field: str, allowed: str) -> list[int]:
     return values
 
 
-def jitter_table(spec: Any, field: str = "host.jitter", points: int = JITTER_POINTS) -> list[int]:
-    """The IR table for a scenario's ``jitter`` or ``read_delay`` (``[]`` for none), ``points`` + 1 values."""
+def histogram_table(spec: Any, field: str) -> tuple[list[int], list[int]]:
+    """A histogram ``{ bin, counts }`` as the engine takes it: the bin edges up to the last bin
+    with a count (ns), and the cumulative probability at each edge in units of 2⁻³² (0 first,
+    :data:`PROB_ONE` last; equal edges' probabilities mark empty bins, which the engine never
+    draws from). Values are uniform inside a bin."""
+    if not isinstance(spec, dict) or set(spec) != {"bin", "counts"}:
+        keys = sorted(str(k) for k in spec) if isinstance(spec, dict) else None
+        what = f"keys {keys} are not bin and counts" if keys is not None else f"{show_value(spec)} is not a histogram"
+        raise ScenarioError(field, spec, what, _HIST_ALLOWED)
+    width = units.parse_duration(spec["bin"], _sub(field, "bin"))
+    if width <= 0:
+        raise ScenarioError(_sub(field, "bin"), spec["bin"], "a bin must be wider than 0", _HIST_ALLOWED)
+    counts = spec["counts"]
+    cfield = _sub(field, "counts")
+    if not isinstance(counts, (list, tuple)) or not counts:
+        raise ScenarioError(cfield, counts, f"{show_value(counts)} is not a list of counts", _HIST_ALLOWED)
+    if len(counts) > MAX_HISTOGRAM_BINS:
+        raise ScenarioError(cfield, f"{len(counts)} bins", f"more than {MAX_HISTOGRAM_BINS} bins", _HIST_ALLOWED)
+    for i, c in enumerate(counts):
+        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            raise ScenarioError(f"{cfield}[{i}]", c, f"{show_value(c)} is not a whole number ≥ 0", _HIST_ALLOWED)
+    total = sum(counts)
+    if total == 0:
+        raise ScenarioError(cfield, counts, "every count is 0: there is nothing to draw from", _HIST_ALLOWED)
+    last = max(i for i, c in enumerate(counts) if c)  # the trailing empty bins add nothing
+    if (last + 1) * width > MAX_JITTER_NS:
+        raise ScenarioError(_sub(field, "bin"), spec["bin"], f"its bin {last} ends beyond 1 s", _ALLOWED)
+    edges = [i * width for i in range(last + 2)]
+    probs, cum = [0], 0
+    for c in counts[: last + 1]:
+        cum += c
+        probs.append(cum * PROB_ONE // total)  # integers: the same table on every machine
+    return edges, probs
+
+
+def jitter_table(spec: Any, field: str = "host.jitter", points: int = JITTER_POINTS) -> tuple[list[int], list[int]]:
+    """The IR for a scenario's ``jitter`` or ``read_delay``: the table of values (``[]`` for none) —
+    ``points`` + 1 quantiles evenly spaced in probability — and, for a histogram, its edges with
+    their cumulative probabilities in units of 2⁻³² as the second list (else ``[]``)."""
     if spec is None:
-        return []
+        return [], []
     if not isinstance(spec, dict):
         raise ScenarioError(field, spec, f"{show_value(spec)} is not a distribution of durations", _ALLOWED)
     keys = set(spec)
@@ -135,10 +188,12 @@ def jitter_table(spec: Any, field: str = "host.jitter", points: int = JITTER_POI
         if p99 < median:
             raise ScenarioError(_sub(field, "p99"), spec["p99"], f"{show_value(spec['p99'])} is below the median {show_value(spec['median'])}",
                                 "expected p99 ≥ median")  # fmt: skip
-        return lognormal_table(median, p99, points)
+        return lognormal_table(median, p99, points), []
     if keys == {"quantiles"}:
-        return quantile_table(_quantiles(spec["quantiles"], _sub(field, "quantiles"), _ALLOWED), points)
-    unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles"})
+        return quantile_table(_quantiles(spec["quantiles"], _sub(field, "quantiles"), _ALLOWED), points), []
+    if keys == {"histogram"}:
+        return histogram_table(spec["histogram"], _sub(field, "histogram"))
+    unknown = sorted(str(k) for k in keys - {"median", "p99", "quantiles", "histogram"})
     what = f"unknown key(s) {', '.join(unknown)}" if unknown else f"keys {sorted(str(k) for k in keys)} do not form a distribution"
     raise ScenarioError(field, spec, what, _ALLOWED)
 

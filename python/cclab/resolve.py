@@ -483,21 +483,25 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             "more than the 4 GiB a socket buffer can be",
                             "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
-    jitter = scenario.host.jitter_table
+    jitter, jitter_p = scenario.host.jitter_table
     if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
         raise ScenarioError("host.jitter", scenario.host.jitter, "host jitter is modelled on one-link topologies with "
                             "an uncongested return only", "remove [host] jitter, or use one link without ack_path")
     if jitter:  # absent when off: scenarios without jitter keep their IR and its hash
         host["jitter_ns"] = jitter
+    if jitter_p:  # a histogram's edges' probabilities (absent for evenly spaced quantiles)
+        host["jitter_p"] = jitter_p
     pauses = scenario.host.pauses_ir
     if pauses and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
         raise ScenarioError("host.pauses", scenario.host.pauses, "host pauses are modelled on one-link topologies with "
                             "an uncongested return only", "remove [host] pauses, or use one link without ack_path")
     if pauses:  # absent when off, like jitter
         host["pauses"] = pauses
-    read_delay = scenario.host.read_delay_table
+    read_delay, read_delay_p = scenario.host.read_delay_table
     if read_delay:  # absent when off, like jitter
         host["read_delay_ns"] = read_delay
+    if read_delay_p:
+        host["read_delay_p"] = read_delay_p
     record = _record_ir(scenario, len(flows), duration, sample, (measure_from, measure_to))
     ir = {
         "ir_version": IR_VERSION,

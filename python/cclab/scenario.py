@@ -771,9 +771,9 @@ class Host(_Model):
     jitter: Any = None  # checked by jitter_table (one line with the allowed forms)
     pauses: Any = None  # checked by pauses_ir
     read_delay: Any = None  # checked by jitter_table, as jitter
-    _jitter_table: list[int] = PrivateAttr(default_factory=list)
+    _jitter_table: tuple[list[int], list[int]] = PrivateAttr(default=([], []))
     _pauses_ir: dict[str, list[int]] | None = PrivateAttr(default=None)
-    _read_delay_table: list[int] = PrivateAttr(default_factory=list)
+    _read_delay_table: tuple[list[int], list[int]] = PrivateAttr(default=([], []))
 
     @model_validator(mode="after")
     def _table(self) -> Host:
@@ -785,8 +785,9 @@ class Host(_Model):
         return self
 
     @property
-    def read_delay_table(self) -> list[int]:
-        """``host.read_delay_ns`` of the IR (``[]``: the applications read at once)."""
+    def read_delay_table(self) -> tuple[list[int], list[int]]:
+        """``host.read_delay_ns`` and ``host.read_delay_p`` of the IR (``[]``: the applications read
+        at once; ``_p`` ``[]``: the values are evenly spaced in probability)."""
         return self._read_delay_table
 
     @property
@@ -795,8 +796,9 @@ class Host(_Model):
         return self._pauses_ir
 
     @property
-    def jitter_table(self) -> list[int]:
-        """``host.jitter_ns`` of the IR (``[]``: no jitter)."""
+    def jitter_table(self) -> tuple[list[int], list[int]]:
+        """``host.jitter_ns`` and ``host.jitter_p`` of the IR (``[]``: no jitter; ``_p`` ``[]``: the
+        values are evenly spaced in probability)."""
         return self._jitter_table
 
 

@@ -24,7 +24,7 @@ fn staggered(rate: u64, rtt_ms: u64, dur_s: u64, flows: &[(&str, u32)], stagger_
         measure: Measure { from_ns: 0, to_ns: dur_s * 1_000_000_000 }, mss: 1448, header_bytes: 52,
         links: vec![Link { name: "link".into(), from: "left".into(), to: "right".into(), capacity: Capacity::Constant { rate_bps: rate }, delay_ns: 0, buffer: Buffer { bytes: Some(bdp), packets: None }, loss: Loss::Bernoulli { p: 0.0 }, schedule: vec![], qdisc: QdiscConfig::Droptail {}, policer: None }],
         flows: fl,
-        host: Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![], pauses: None, read_delay_ns: vec![] },
+        host: Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![], pauses: None, read_delay_ns: vec![], jitter_p: vec![], read_delay_p: vec![] },
         record: None,
     }
 }

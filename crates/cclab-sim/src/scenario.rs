@@ -72,6 +72,11 @@ pub struct Host {
     /// keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jitter_ns: Vec<u64>,
+    /// The cumulative probability of each point of `jitter_ns` in units of
+    /// 2⁻³², for a distribution given as a histogram; absent or empty: the
+    /// points are evenly spaced in probability.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jitter_p: Vec<u64>,
     /// Host pauses (`pauses.rs`). Optional (absent: none), so scenarios
     /// without pauses keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,6 +88,9 @@ pub struct Host {
     /// without it keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_delay_ns: Vec<u64>,
+    /// The same as `jitter_p`, for `read_delay_ns`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_delay_p: Vec<u64>,
 }
 
 /// Host pauses (`pauses.rs`): quantiles at probabilities i / (n − 1), in ns,

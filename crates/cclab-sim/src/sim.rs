@@ -237,12 +237,12 @@ impl Sim {
             .enumerate()
             .map(|(k, l)| SimLink::new(k as u32, l, link_seed(sc.seed, k), sc.flows.len()))
             .collect::<Result<Vec<_>, _>>()?;
-        let jitter = Jitter::new(&sc.host.jitter_ns, "host.jitter_ns")?;
+        let jitter = Jitter::with_probs(&sc.host.jitter_ns, &sc.host.jitter_p, "host.jitter_ns")?;
         let pauses = match &sc.host.pauses {
             Some(p) => Pauses::new(&p.gaps_ns, &p.durations_ns, Rng::new(sc.seed, STREAM_PAUSES))?,
             None => None,
         };
-        let read_delay = Jitter::new(&sc.host.read_delay_ns, "host.read_delay_ns")?;
+        let read_delay = Jitter::with_probs(&sc.host.read_delay_ns, &sc.host.read_delay_p, "host.read_delay_ns")?;
         if let Some(j) = &jitter {
             // validated: one link, ACKs uncongested — its line is the receivers'
             links[0].set_host_jitter(j.clone(), Rng::new(sc.seed, STREAM_JITTER_DATA));

@@ -28,7 +28,7 @@ pub fn flow(id: u32, cca: &str, rtt_ms: u64) -> Flow {
 
 /// The kernel backend's end hosts: tcp_rmem/wmem 4096 131072|16384 64 MiB, TUN truesize 2304.
 pub fn host() -> Host {
-    Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![], pauses: None, read_delay_ns: vec![] }
+    Host { tcp_rmem: [4096, 131_072, 64 << 20], tcp_wmem: [4096, 16_384, 64 << 20], rcv_truesize: 2304, jitter_ns: vec![], pauses: None, read_delay_ns: vec![], jitter_p: vec![], read_delay_p: vec![] }
 }
 
 /// A constant-rate dumbbell with a buffer of `bdp_mult` × rate × min RTT.

@@ -165,6 +165,8 @@ impl Path {
                 jitter_ns: vec![],
                 pauses: None,
                 read_delay_ns: vec![],
+                jitter_p: vec![],
+                read_delay_p: vec![],
             },
             record: None,
         }
