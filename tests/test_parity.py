@@ -360,7 +360,7 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
     cases = [_tiny("pass"), _tiny("fail"), _tiny("invalid"), _tiny("flaky")]
     out = tmp_path / "out"
     logs: list[str] = []
-    outcome = run_parity(cases, out, log=logs.append, lock_path=lock, host_jitter=None)  # the stand-in kernel is punctual
+    outcome = run_parity(cases, out, log=logs.append, lock_path=lock, sim_host=None)  # the stand-in kernel is punctual
     res = {r.case.id: r for r in outcome.results}
     assert res["t/pass"].status == "pass" and all(c.diff == 0 for c in res["t/pass"].checks)
     assert res["t/fail"].status == "fail"
@@ -409,13 +409,13 @@ def test_runner_reruns_invalid_once_reports_invalid_uncompared_and_resumes(stand
 
     # resume: every record is reused, nothing runs again, same verdicts
     before = dict(fake.calls)
-    again = run_parity(cases, out, lock_path=lock, host_jitter=None)
+    again = run_parity(cases, out, lock_path=lock, sim_host=None)
     assert again.ran == 0 and fake.calls == before
     assert [r.status for r in again.results] == [r.status for r in outcome.results]
     # only the passing cases: exit code 0
-    assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock, host_jitter=None).exit_code == 0
+    assert run_parity([_tiny("pass"), _tiny("flaky")], out, lock_path=lock, sim_host=None).exit_code == 0
     # nothing but invalid cases is not a pass
-    assert run_parity([_tiny("invalid")], out, lock_path=lock, host_jitter=None).exit_code == 1
+    assert run_parity([_tiny("invalid")], out, lock_path=lock, sim_host=None).exit_code == 1
 
 
 @needs_engine
@@ -428,10 +428,10 @@ def test_the_results_name_the_hosts_steal_time_over_the_kernel_runs(stand_in, tm
     fake, lock = stand_in
     out = tmp_path / "out"
     # records without kernel.steal (made before it was kept): no steal line
-    o = run_parity([_tiny("pass")], out, lock_path=lock, host_jitter=None)
+    o = run_parity([_tiny("pass")], out, lock_path=lock, sim_host=None)
     assert o.kernel_steal() is None and steal_text(o) is None
     fake.steal = lambda name, call: {"invalid": 0.05, "flaky": 0.03 if call == 1 else 0.004}.get(name, 0.002)
-    o = run_parity([_tiny("quiet"), _tiny("invalid"), _tiny("flaky")], out, lock_path=lock, host_jitter=None)
+    o = run_parity([_tiny("quiet"), _tiny("invalid"), _tiny("flaky")], out, lock_path=lock, sim_host=None)
     st = o.kernel_steal()
     # five kernel runs: quiet 0.2 %, invalid 5 % twice, flaky 3 % then 0.4 %
     assert st["runs"] == 5 and st["runs_over"] == 3
@@ -454,12 +454,12 @@ def test_steal_retries_run_again_only_after_a_rejection_the_host_explains(stand_
 
     fake, lock = stand_in
     fake.steal = lambda name, call: {"stolen": 0.05, "invalid": 0.002}.get(name, 0.0)
-    o = run_parity([_tiny("stolen")], tmp_path / "a", lock_path=lock, host_jitter=None)  # default: rerun once
+    o = run_parity([_tiny("stolen")], tmp_path / "a", lock_path=lock, sim_host=None)  # default: rerun once
     assert o.results[0].status == "invalid" and fake.calls["stolen"] == 2
     fake.calls.clear()
     logs: list[str] = []
     out = tmp_path / "b"
-    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, log=logs.append, lock_path=lock, host_jitter=None,
+    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, log=logs.append, lock_path=lock, sim_host=None,
                    steal_retries=2)  # fmt: skip
     stolen, invalid = o.results
     # rejected with 5 % steal three times, valid the fourth time: compared, from the last record
@@ -470,7 +470,7 @@ def test_steal_retries_run_again_only_after_a_rejection_the_host_explains(stand_
     assert invalid.status == "invalid" and fake.calls["invalid"] == 2
     # resumed: every record reused, the same verdicts
     calls = dict(fake.calls)
-    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, lock_path=lock, host_jitter=None, steal_retries=2)
+    o = run_parity([_tiny("stolen"), _tiny("invalid")], out, lock_path=lock, sim_host=None, steal_retries=2)
     assert fake.calls == calls and [r.status for r in o.results] == ["pass", "invalid"] and o.ran == 0
 
 
@@ -492,32 +492,55 @@ def test_runner_new_sim_engine_reruns_only_the_sim(stand_in, tmp_path, monkeypat
 
 
 @needs_engine
-def test_runner_gives_host_jitter_to_the_simulator_only(stand_in, tmp_path):
-    """By default the simulator's hosts get SIM_HOST_JITTER and the kernel's scenario never does; the
-    punctual simulator is a different record (its own hash) in the same store, the kernel record is shared."""
-    from cclab.parity.matrix import SIM_HOST_JITTER
+def test_runner_gives_the_host_model_to_the_simulator_only(stand_in, tmp_path):
+    """By default the simulator's hosts get SIM_HOST — the kernel hosts' jitter and read latency — and
+    the kernel's scenario never does; the punctual simulator is a different record (its own hash) in
+    the same store, the kernel record is shared."""
+    from cclab.parity.matrix import SIM_HOST, SIM_HOST_JITTER, SIM_HOST_READ_DELAY
     from cclab.parity.run import run_parity
     from cclab.record import read_run
 
+    assert SIM_HOST == {"jitter": SIM_HOST_JITTER, "read_delay": SIM_HOST_READ_DELAY}
     fake, lock = stand_in
     seen: list[dict] = []
     real_run = fake.run
     fake.run = lambda ir: (seen.append(ir), real_run(ir))[1]
     out = tmp_path / "out"
     o = run_parity([_tiny("pass")], out, lock_path=lock)
-    assert o.sim_host_jitter == SIM_HOST_JITTER
-    assert len(seen) == 1 and "jitter_ns" not in seen[0].get("host", {})  # the kernel: no jitter
+    assert o.sim_host == SIM_HOST
+    assert len(seen) == 1 and not set(seen[0].get("host", {})) & {"jitter_ns", "read_delay_ns"}  # the kernel: neither
     sim_ir = json.loads((Path(o.results[0].sim_records[0]) / "resolved.json").read_text())
     table = sim_ir["host"]["jitter_ns"]
     assert 2000 <= table[len(table) // 2] <= 2600  # the median, 2.3 µs
+    # the read latency as the measured histogram: 10 µs edges and their cumulative probabilities
+    edges, probs = sim_ir["host"]["read_delay_ns"], sim_ir["host"]["read_delay_p"]
+    assert edges[:3] == [0, 10_000, 20_000] and len(edges) == len(probs) and probs[-1] == 2**32
+    median_bin = next(i for i, p in enumerate(probs) if p >= 2**31)
+    assert 20_000 <= edges[median_bin] <= 40_000  # p50 in 20-30 µs (the edge that ends its bin)
     kernel_ir = json.loads((Path(o.results[0].kernel_records[0]) / "resolved.json").read_text())
-    assert "jitter_ns" not in kernel_ir["host"]
-    p = run_parity([_tiny("pass")], out, lock_path=lock, host_jitter=None)
-    assert p.sim_host_jitter is None and len(seen) == 1  # the kernel record was reused
+    assert not set(kernel_ir["host"]) & {"jitter_ns", "read_delay_ns"}
+    p = run_parity([_tiny("pass")], out, lock_path=lock, sim_host=None)
+    assert p.sim_host is None and len(seen) == 1  # the kernel record was reused
     assert p.results[0].kernel_records == o.results[0].kernel_records
     assert p.results[0].sim_records != o.results[0].sim_records
     assert all(c.diff == 0 for c in p.results[0].checks)  # punctual sim vs the punctual stand-in: identical
-    assert any(c.diff != 0 for c in o.results[0].checks)  # the jittered simulator is another run
+    assert any(c.diff != 0 for c in o.results[0].checks)  # the simulator with host timing is another run
+
+
+def test_the_read_latency_data_describes_itself_and_adds_up():
+    """cclab/data/read_latency.json: the counts are the runs' reads, and the text shown with a parity
+    run gives its quantiles from them."""
+    import json as _json
+    from importlib.resources import files
+
+    from cclab.parity.output import describe_host
+
+    doc = _json.loads(files("cclab").joinpath("data", "read_latency.json").read_text(encoding="utf-8"))
+    assert sum(doc["counts"]) == sum(r["reads"] for r in doc["runs"]) and doc["bin"] == "10us"
+    assert doc["counts"][-1] > 0  # no trailing empty bins
+    text = describe_host({"read_delay": {"histogram": {"bin": "10us", "counts": [0, 5, 4, 0, 1]}}})
+    assert text == "read_delay histogram of 10 values in 10us bins (p50 10–20us, p99 40–50us, 0 per million ≥ 1 ms)"
+    assert describe_host({"jitter": {"median": "2.3us", "p99": "14us"}}) == "jitter median 2.3us, p99 14us"
 
 
 def test_kernel_key_follows_the_emulators_source_hash_not_the_extension_file():

@@ -41,8 +41,8 @@ def parity_cmd(
     quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) [default: {DEFAULT_OUT}]."),
     case: Optional[list[str]] = typer.Option(None, "--case", "-c", metavar="PATTERN", help="Only cases whose id matches (glob, or a substring; repeatable)."),
-    punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter) instead of "
-                                  "one whose hosts have the kernel hosts' measured timing noise (docs/validation.md)."),
+    punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter or read_delay) instead of "
+                                  "one whose hosts have the kernel hosts' measured timing (docs/validation.md)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
     steal_retries: int = typer.Option(0, "--steal-retries", metavar="N", help="After the one rerun of a kernel run the "
                                       "self-check rejected, up to N more runs, each only if the run before it was "
@@ -76,7 +76,7 @@ def parity_cmd(
     except SweepDirError as exc:
         fail(str(exc))
     _preflight(cases, fail)
-    from cclab.parity.matrix import SIM_HOST_JITTER
+    from cclab.parity.matrix import SIM_HOST
     from cclab.parity.run import run_parity
 
     out_dir = out or DEFAULT_OUT
@@ -89,7 +89,7 @@ def parity_cmd(
         err_console.print(msg, soft_wrap=True, markup=False, highlight=False)
 
     try:
-        outcome = run_parity(cases, out_dir, log=log, host_jitter=None if punctual else SIM_HOST_JITTER,
+        outcome = run_parity(cases, out_dir, log=log, sim_host=None if punctual else SIM_HOST,
                              steal_retries=steal_retries)  # fmt: skip
     except OSError as exc:
         fail(f"{exc.filename or out_dir}: {exc.strerror or exc}")

@@ -15,7 +15,7 @@ import pandas as pd
 
 from cclab.fsutil import atomic_file, atomic_write_text
 from cclab.parity.checks import METRICS, TOLERANCES
-from cclab.parity.matrix import DROPPED, SIM_HOST_JITTER, Case, estimated_wall_s
+from cclab.parity.matrix import DROPPED, SIM_HOST, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
 
 __all__ = ["host_text", "steal_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
@@ -104,13 +104,40 @@ def problem_lines(outcome: ParityOutcome) -> list[str]:
     return lines
 
 
+def describe_host(host: dict[str, Any]) -> str:
+    """A ``[host]`` of the simulator side in words: ``jitter median 2.3us, p99 14us; read_delay
+    histogram of 809764 reads in 10us bins (p50 20–30us, p99 110–120us, 70 per million ≥ 1 ms)``."""
+    from cclab.units import parse_duration
+
+    parts = []
+    for key, spec in host.items():
+        h = spec.get("histogram") if isinstance(spec, dict) else None
+        if h is None:
+            parts.append(f"{key} " + (", ".join(f"{k} {v}" for k, v in spec.items()) if isinstance(spec, dict) else str(spec)))
+            continue
+        counts, width_us = h["counts"], parse_duration(h["bin"]) / 1e3
+        total = sum(counts)
+
+        def bin_of(q: float) -> str:
+            cum = 0
+            for i, c in enumerate(counts):
+                cum += c
+                if cum >= q * total:
+                    return f"{i * width_us:g}–{(i + 1) * width_us:g}us"
+            return "?"
+
+        long = sum(c for i, c in enumerate(counts) if i * width_us >= 1000)
+        parts.append(f"{key} histogram of {total} values in {h['bin']} bins (p50 {bin_of(0.5)}, p99 {bin_of(0.99)}, "
+                     f"{long / total * 1e6:.0f} per million ≥ 1 ms)")  # fmt: skip
+    return "; ".join(parts)
+
+
 def host_text(outcome: ParityOutcome) -> str:
-    """Which hosts the simulator side had: the jitter it was given, or punctual."""
-    j = outcome.sim_host_jitter
-    if not j:
+    """Which hosts the simulator side had: the jitter and read latency it was given, or punctual."""
+    host = outcome.sim_host
+    if not host:
         return "simulator hosts punctual (--punctual)"
-    what = ", ".join(f"{k} {v}" for k, v in j.items())
-    return f"simulator hosts with [host] jitter {what} (the kernel hosts' measured turnaround; --punctual for none)"
+    return f"simulator hosts with [host] {describe_host(host)} (the kernel hosts' measured timing; --punctual for none)"
 
 
 def steal_text(outcome: ParityOutcome) -> str | None:
@@ -184,7 +211,7 @@ def write_results(outcome: ParityOutcome, selection: dict[str, Any]) -> tuple[Pa
         "wall_s": outcome.wall_s,
         "selection": selection,
         "engines": outcome.engines,
-        "sim_host_jitter": outcome.sim_host_jitter,
+        "sim_host": outcome.sim_host,
         "kernel_steal": outcome.kernel_steal(),
         "exit_code": outcome.exit_code,
         "counts": {s: outcome.count(s) for s in ("pass", "fail", "invalid", "error")},
@@ -333,8 +360,7 @@ def list_footer(cases: list[Case], all_cases: list[Case] | tuple[Case, ...], qui
     else:
         lines.append("left out of the matrix: nothing (the emulator carries every combination; "
                      "500 Mbit/s at MTU 1500 is its measured sustained rate)")  # fmt: skip
-    lines.append("simulator hosts: [host] jitter " + ", ".join(f"{k} {v}" for k, v in SIM_HOST_JITTER.items())
-                 + " (the kernel hosts' measured turnaround; --punctual: none)")
+    lines.append(f"simulator hosts: [host] {describe_host(SIM_HOST)} (the kernel hosts' measured timing; --punctual: none)")
     lines.append("tolerances (|sim − kernel| ≤ max(rel × |kernel|, abs)): "
                  + "; ".join(f"{k} {t.text}" for k, t in TOLERANCES.items()))  # fmt: skip
     return lines

@@ -33,7 +33,7 @@ from typing import Any
 
 from cclab.parity.checks import Check, evaluate
 from cclab.parity.lock import LOCK_PATH, kernel_lock
-from cclab.parity.matrix import SIM_HOST_JITTER, Case
+from cclab.parity.matrix import SIM_HOST, Case
 
 __all__ = ["CaseResult", "ParityOutcome", "kernel_engine_key", "run_parity", "sim_engine_key"]
 
@@ -65,7 +65,7 @@ class ParityOutcome:
     ran: int = 0  # runs made by this invocation
     started_at: str = ""
     engines: dict[str, str] = field(default_factory=dict)
-    sim_host_jitter: dict[str, str] | None = None  # the simulator's [host] jitter (None: punctual)
+    sim_host: dict[str, Any] | None = None  # the simulator's [host] (None: punctual)
 
     def count(self, status: str) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -153,14 +153,15 @@ def run_parity(
     *,
     log: Log | None = None,
     lock_path: str = LOCK_PATH,
-    host_jitter: dict[str, str] | None = SIM_HOST_JITTER,
+    sim_host: dict[str, Any] | None = SIM_HOST,
     steal_retries: int = 0,
 ) -> ParityOutcome:
     """Run ``cases`` on the simulator and the kernel into ``out_dir`` and compare them.
 
-    The simulator's hosts get ``host_jitter`` (``[host] jitter``; default
-    :data:`~cclab.parity.matrix.SIM_HOST_JITTER`, the kernel hosts' measured
-    turnaround; ``None``: punctual); the kernel's scenario never has it.
+    The simulator's hosts get ``sim_host`` (its ``[host]``; default
+    :data:`~cclab.parity.matrix.SIM_HOST`: the kernel hosts' measured
+    turnaround as jitter and their receiving application's measured read
+    latency; ``None``: punctual); the kernel's scenario never has it.
 
     A kernel run the self-check rejects is rerun once. ``steal_retries``
     (default 0) allows up to that many further runs, each only when the run
@@ -187,7 +188,7 @@ def run_parity(
     engines = {"sim": sim_engine_key(), "kernel": kernel_engine_key()}
     outcome = ParityOutcome(out_dir=store.root, results=[], engines=engines,
                             started_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-                            sim_host_jitter=dict(host_jitter) if host_jitter else None)  # fmt: skip
+                            sim_host=dict(sim_host) if sim_host else None)  # fmt: skip
 
     # plan: record directories of every (case, seed, backend); the simulator's seeds are the
     # case's own or, for a case with several, more of them (Case.sim_seeds)
@@ -195,7 +196,7 @@ def run_parity(
     for case in cases:
         sim_seeds, kernel_seeds = [], []
         for seed in case.sim_seeds:
-            sim_scenario = case.sim_scenario_for(seed, host_jitter)
+            sim_scenario = case.sim_scenario_for(seed, sim_host)
             _sc, _text, sim_ir = api.prepare(sim_scenario)
             sim_seeds.append((seed, sim_scenario, store.run_dir(record_id(case, seed, "sim", sim_ir, engines["sim"]))))
         for seed in case.seeds:
