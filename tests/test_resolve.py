@@ -238,7 +238,7 @@ def test_bundled_traces_are_present_and_small() -> None:
 
 def test_verizon_trace_mean_rate_and_bdp() -> None:
     trace = load_trace("traces/Verizon-LTE-short.down")
-    # 58 655 opportunities × 1500 B × 8 / 140 s = 5 027 571.4 bit/s (shared/traces/README.md: 5.0 Mbps)
+    # 58 655 opportunities × 1500 B × 8 / 140 s = 5 027 571.4 bit/s (the mean the trace is published with: 5.0 Mbps)
     assert len(trace.opportunities_ms) == 58_655 and trace.period_ms == 140_000
     assert trace.mean_rate_bps == pytest.approx(5_027_571.43, abs=0.01)
     link = {"trace": "traces/Verizon-LTE-short.down", "delay": "50ms", "buffer": "1bdp"}
