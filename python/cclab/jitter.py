@@ -84,7 +84,8 @@ _ALLOWED = ('expected { median = "20us", p99 = "200us" } (a log-normal through t
             '{ quantiles = ["0us", "10us", "1ms"] } (evenly spaced in probability, p0 to p100, non-decreasing) '
             'or { histogram = { bin = "10us", counts = [120, 410, 3] } } (counts of [0, bin), [bin, 2 bin), …)')
 _HIST_ALLOWED = ('expected { bin = "10us", counts = [120, 410, 3] }: a positive bin width and the number of '
-                 'values in [0, bin), [bin, 2 bin), … as whole numbers ≥ 0, not all 0')
+                 'values in [0, bin), [bin, 2 bin), … as whole numbers ≥ 0, not all 0, the last bin with a '
+                 'count ending within 1 s')
 
 
 def _sub(field: str, name: str) -> str:
@@ -162,7 +163,7 @@ def histogram_table(spec: Any, field: str) -> tuple[list[int], list[int]]:
         raise ScenarioError(cfield, counts, "every count is 0: there is nothing to draw from", _HIST_ALLOWED)
     last = max(i for i, c in enumerate(counts) if c)  # the trailing empty bins add nothing
     if (last + 1) * width > MAX_JITTER_NS:
-        raise ScenarioError(_sub(field, "bin"), spec["bin"], f"its bin {last} ends beyond 1 s", _ALLOWED)
+        raise ScenarioError(_sub(field, "bin"), spec["bin"], f"its bin {last} ends beyond 1 s", _HIST_ALLOWED)
     edges = [i * width for i in range(last + 2)]
     probs, cum = [0], 0
     for c in counts[: last + 1]:
