@@ -404,11 +404,13 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     assert ir["host"]["tcp_rmem"] == [4096, 131072, expected_max]
     assert ir["host"]["tcp_wmem"] == [4096, 16384, expected_max]
     # jitter_ns, pauses and read_delay_ns are optional (absent without [host] jitter / pauses /
-    # read_delay; docs/ir.md)
-    assert set(ir["host"]) | {"jitter_ns", "pauses", "read_delay_ns"} == rust_fields("Host")
-    both = resolve(scenario_from_dict(small(host={"jitter": {"median": "10us", "p99": "50us"},
+    # read_delay; docs/ir.md), and so are jitter_p / read_delay_p (present for a histogram only)
+    optional = {"jitter_ns", "jitter_p", "pauses", "read_delay_ns", "read_delay_p"}
+    assert set(ir["host"]) | optional == rust_fields("Host")
+    hist = {"histogram": {"bin": "10us", "counts": [3, 1]}}
+    both = resolve(scenario_from_dict(small(host={"jitter": hist,
                                                   "pauses": {"every": "300ms", "durations": ["1ms", "2ms"]},
-                                                  "read_delay": {"median": "30us", "p99": "250us"}})))
+                                                  "read_delay": hist})))
     assert set(both["host"]) == rust_fields("Host")
     assert set(both["host"]["pauses"]) == rust_fields("HostPauses")
 
