@@ -86,8 +86,12 @@ impl Jitter {
         }
         let n = (self.table.len() - 1) as u64;
         let x = rng.next_u32() as u64 * n; // 32.32 fixed point in [0, n)
-        let i = (x >> 32) as usize;
-        let frac = x & 0xffff_ffff;
+        self.lerp((x >> 32) as usize, x & 0xffff_ffff)
+    }
+
+    /// `table[i]` plus `frac` / 2³² of the way to `table[i + 1]`.
+    #[inline]
+    fn lerp(&self, i: usize, frac: u64) -> u64 {
         let (lo, hi) = (self.table[i], self.table[i + 1]);
         lo + (((hi - lo) as u128 * frac as u128) >> 32) as u64
     }
@@ -99,9 +103,7 @@ impl Jitter {
         // probs[0] = 0 ≤ u < 2³² = probs[last], so 1 ≤ idx ≤ last
         let k = self.probs.partition_point(|&p| p <= u) - 1;
         let (p0, p1) = (self.probs[k], self.probs[k + 1]);
-        let frac = ((u - p0) << 32) / (p1 - p0); // u − p0 < p1 − p0 ≤ 2³²: < 2³², no overflow
-        let (lo, hi) = (self.table[k], self.table[k + 1]);
-        lo + (((hi - lo) as u128 * frac as u128) >> 32) as u64
+        self.lerp(k, ((u - p0) << 32) / (p1 - p0)) // u − p0 < p1 − p0 ≤ 2³²: < 2³², no overflow
     }
 }
 

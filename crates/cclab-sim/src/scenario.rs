@@ -83,7 +83,8 @@ pub struct Host {
     pub pauses: Option<HostPauses>,
     /// The receiving application's read latency (`tcp/receiver.rs`):
     /// quantiles of the time from in-order data reaching the socket to the
-    /// application's read, at probabilities i / (n − 1), in ns. Optional
+    /// application's read, at probabilities i / (n − 1) (or at
+    /// `read_delay_p`), in ns. Optional
     /// (absent or empty: the application reads at once), so scenarios
     /// without it keep their IR and its hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -106,7 +106,7 @@ def problem_lines(outcome: ParityOutcome) -> list[str]:
 
 def describe_host(host: dict[str, Any]) -> str:
     """A ``[host]`` of the simulator side in words: ``jitter median 2.3us, p99 14us; read_delay
-    histogram of 809764 reads in 10us bins (p50 20–30us, p99 110–120us, 70 per million ≥ 1 ms)``."""
+    histogram of 809764 values in 10us bins (p50 20–30us, p99 110–120us, 70 per million ≥ 1 ms)``."""
     from cclab.units import parse_duration
 
     parts = []
