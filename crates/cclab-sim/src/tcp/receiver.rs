@@ -61,6 +61,18 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 pub const COMP_SACK_NR: u32 = 44;
 /// `net.ipv4.tcp_comp_sack_delay_ns` default: 1 ms.
 pub const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
+/// `net.ipv4.tcp_comp_sack_slack_ns` default in Linux 6.18 (`tcp_sk_init`,
+/// net/ipv4/tcp_ipv4.c: 100 µs; the value on this project's test machines;
+/// a November 2025 patch lowers it to 10 µs for later kernels). The
+/// compressed-SACK timer is a soft hrtimer started with this slack
+/// (`hrtimer_start_range_ns(..., HRTIMER_MODE_REL_PINNED_SOFT)` in
+/// `__tcp_ack_snd_check`), and a soft hrtimer runs when the CPU's earliest
+/// soft timer reaches its *hard* expiry (`hrtimer_interrupt` raises
+/// HRTIMER_SOFTIRQ once `now ≥ softirq_expires_next`, which
+/// `__hrtimer_get_next_event` takes from the hard expiries,
+/// kernel/time/hrtimer.c). On a receiver whose CPU has no other soft timer
+/// due first, the SACK therefore leaves at delay + slack.
+pub const COMP_SACK_SLACK: Dur = Dur::from_us(100);
 /// `TCP_SACK_BLOCKS_EXPECTED` (net/ipv4/tcp_input.c): SACK blocks an ACK is
 /// relied on to deliver ("the max is 4, but this becomes 3 if TCP timestamps
 /// are there. Given that SACK packets might be lost, be conservative and use 2").
@@ -453,9 +465,10 @@ impl Receiver {
         }
         self.comp.count += 1;
         if self.comp.timer.is_none() {
-            // 5 % of the RTT (the lower of the receiver's and the handshake's), at most 1 ms.
+            // 5 % of the RTT (the lower of the receiver's and the handshake's), at most 1 ms,
+            // and the hrtimer's slack (COMP_SACK_SLACK: it fires at its hard expiry).
             let rtt = self.win.rtt().map_or(self.srtt, |r| if self.srtt.0 > 0 { r.min(self.srtt) } else { r });
-            self.comp.timer = Some(now + Dur(rtt.0 / 20).min(COMP_SACK_DELAY));
+            self.comp.timer = Some(now + Dur(rtt.0 / 20).min(COMP_SACK_DELAY) + COMP_SACK_SLACK);
         }
         None
     }
@@ -860,7 +873,8 @@ mod tests {
     fn out_of_order_sacks_three_at_once_then_compressed() {
         // __tcp_ack_snd_check with a non-empty out-of-order queue: the first
         // TCP_FASTRETRANS_THRESH duplicate ACKs for one rcv_nxt go at once, the
-        // rest wait up to min(1 ms, RTT/20) or 44 of them (tcp_comp_sack_*).
+        // rest wait up to min(1 ms, RTT/20) plus the hrtimer's 100 µs slack, or
+        // 44 of them (tcp_comp_sack_*).
         let mut r = settled();
         let n = r.rcv_nxt;
         // n is lost; n+1.. arrive. The first still grows rcv_ssthresh (it is
@@ -872,7 +886,7 @@ mod tests {
         }
         assert_eq!(sent, [true, true, true, true, false, false]);
         let due = r.next_deadline().unwrap();
-        assert_eq!(due, Time(100) + COMP_SACK_DELAY);
+        assert_eq!(due, Time(100) + COMP_SACK_DELAY + COMP_SACK_SLACK);
         let a = r.on_timer(due).unwrap();
         assert_eq!((a.cum, a.sacks()), (n, &[(n + 1, n + 7)][..]));
         // Filling the hole empties the queue: ACK at once.
