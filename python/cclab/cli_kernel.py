@@ -33,6 +33,12 @@ def doctor(
                                                 "(a busy loop pinned to each CPU; run it on an idle machine), which tasks ran "
                                                 "instead (as root, with tracefs), and the [host] pauses line that gives the "
                                                 "simulator stalls of that rate and size."),
+    read_latency: Optional[Path] = typer.Option(None, "--read-latency", metavar="SCENARIO", show_default=False,
+                                                help="Also run SCENARIO once on the kernel (root) with the receiver timing its "
+                                                     "own reads (oldest readable segment's arrival to the read's return), and "
+                                                     "print their distribution and the [host] read_delay line that gives the "
+                                                     "simulator's receivers the same latency."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="With --read-latency: the scenario's seed instead of its own."),
 ) -> None:
     """What this machine can run: root, netns, TUN, netem/tbf, iperf3, congestion controls, BPF struct_ops."""
     from rich.table import Table
@@ -52,6 +58,18 @@ def doctor(
             except OSError as e:
                 fail(f"--pauses: {e}")
 
+    lat = None
+    if read_latency is not None:
+        from cclab.cli import user_errors
+        from cclab.kernel import readlat
+
+        if not machine.is_root():
+            fail("--read-latency needs root (it is a kernel run)")
+        with user_errors(), console.status(f"running {read_latency} on the kernel with the receiver timing its reads…"):
+            lat = readlat.measure(read_latency, seed=seed)  # a refused scenario or a failed run: one error line
+    elif seed is not None:
+        fail("--seed: only with --read-latency SCENARIO")
+
     if clean:
         if not machine.is_root():
             fail("doctor --clean needs root (it removes network namespaces)")
@@ -65,6 +83,10 @@ def doctor(
         caps["leftovers"] = netns.leftovers()
     if stalls is not None:
         caps["pauses"] = stalls
+    if lat is not None:
+        from cclab.kernel import readlat
+
+        caps["read_latency"] = {**lat, "summary": readlat.summarize(lat)}
     if as_json:
         console.print_json(json.dumps(caps))
         return
@@ -97,6 +119,8 @@ def doctor(
     console.print(t)
     if stalls is not None:
         _print_stalls(stalls, console)
+    if lat is not None:
+        _print_read_latency(lat, console)
     if not caps["kernel_backend"]:
         err_console.print("the sim backend works everywhere: cclab run FILE --backend sim")
 
@@ -122,6 +146,29 @@ def _print_stalls(st: dict[str, Any], console: Any) -> None:
     console.print("the simulator's hosts with these stalls (all CPUs together; docs/validation.md §4, \"Host pauses\"):")
     console.print("[host]", markup=False, highlight=False)
     console.print(toml_line(st["host_pauses"]), markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_read_latency(lat: dict[str, Any], console: Any) -> None:
+    """The ``doctor --read-latency`` summary and the ``[host] read_delay`` line."""
+    from cclab.kernel import readlat
+
+    s = readlat.summarize(lat)
+    us = lambda x: "–" if x is None else f"{x:g} µs"  # noqa: E731
+    console.print(f"read latency of the receiving application ({lat['scenario']}; whole-run goodput "
+                  f"{lat['goodput_bps'] / 1e6:.1f} Mbit/s): {s['reads']} reads, p50 {us(s.get('p50_us'))}, "
+                  f"p90 {us(s.get('p90_us'))}, p99 {us(s.get('p99_us'))}, p99.9 {us(s.get('p99.9_us'))}, "
+                  f"{s['per_million_over_1ms'] or 0:.0f} per million ≥ 1 ms (upper bin edges)", markup=False, highlight=False)  # fmt: skip
+    if not lat["valid"]:
+        console.print("[yellow]the run was flagged invalid by the kernel backend's self-check:[/yellow] "
+                      + "; ".join(lat["invalid_reasons"]) + " — measure again on an idle machine")  # fmt: skip
+    if s["over_100ms"]:
+        console.print(f"{s['over_100ms']} read(s) of 100 ms or more are left out of the line below")
+    if not s["reads"]:
+        console.print("no reads were timed (no data reached the receiver)")
+        return
+    console.print("the simulator's receivers with this latency (docs/validation.md §4, \"The receiving application's read latency\"):")
+    console.print("[host]", markup=False, highlight=False)
+    console.print(readlat.toml_line(lat), markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_ran_instead(ran: dict[str, Any] | None, console: Any, top: int = 8) -> None:

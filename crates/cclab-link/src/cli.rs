@@ -5,7 +5,7 @@
 //! * `emulate --ir FILE --snd-netns PATH --rcv-netns PATH --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
 //! * `emulate-topo --ir FILE --hosts NODE=PATH,NODE=PATH… --dev NAME --out DIR [--spin-ns N] [--rt-prio P]`
 //! * `send --ir FILE --netns PATH --t0 NS [--flows I,J…]`
-//! * `recv --ir FILE --netns PATH --t0 NS --out FILE [--listen ADDR]`
+//! * `recv --ir FILE --netns PATH --t0 NS --out FILE [--listen ADDR] [--read-latency FILE]`
 //! * `version`
 //!
 //! It is started by python/cclab/kernel/backend.py, which creates the
@@ -111,6 +111,7 @@ pub fn main(argv: &[String]) -> i32 {
             t0(&m)?,
             get(&m, "out")?,
             m.get("listen").map(|s| s.as_str()),
+            m.get("read-latency").map(|s| s.as_str()),
         ),
         "version" => {
             println!("cclab-link {} source {}", crate::VERSION, crate::SOURCE_HASH);

@@ -556,22 +556,30 @@ def emulated_path(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> 
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> dict[str, Any]:
+def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True, read_latency: bool = False) -> dict[str, Any]:
     """Run ``ir`` on the kernel; returns the raw engine output of docs/record.md (+ ``meta``).
+
+    ``read_latency``: the receiver also measures its own read latency (``cclab-link recv
+    --read-latency``: the oldest readable segment's arrival to the read's return, 10 µs bins;
+    one extra system call per read), returned as ``meta["receiver_read_latency"]`` —
+    what ``cclab doctor --read-latency`` prints. Not for a dumbbell's topology runs.
 
     Raises :class:`ScenarioError` for what :func:`check` refuses and
     :class:`KernelRunError` (one line, the cause chained) for every failure
     of the run itself; namespaces and processes are removed either way.
     """
+    if read_latency and is_topology(ir):
+        raise ScenarioError("topology", "(a topology)", "the read latency is measured at the dumbbell's one receiver",
+                            "measure it on a scenario with one [link]")  # fmt: skip
     try:
-        return _run(ir, enforce_rate_limit=enforce_rate_limit)
+        return _run(ir, enforce_rate_limit=enforce_rate_limit, read_latency=read_latency)
     except (ScenarioError, KernelRunError):
         raise
     except Exception as exc:  # noqa: BLE001 — an environment failure mid-run, reported on one line
         raise KernelRunError(f"{type(exc).__name__}: {exc}") from exc
 
 
-def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
+def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool, read_latency: bool = False) -> dict[str, Any]:
     interval = int(ir["sample_interval_ns"])
     n_samples = int(ir["duration_ns"]) // interval
     n_flows = len(ir["flows"])
@@ -606,8 +614,9 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
                     path.wait_ready(p, "connected")
                 sampler = _Samplers(samplers)
             else:
+                lat_args = ["--read-latency", str(workdir / "read_latency.json")] if read_latency else []
                 path.spawn([*command, "recv", "--ir", str(ir_path), "--netns", ns.path(ns.rcv), "--t0", str(t0),
-                            "--out", str(workdir / "goodput.csv")], "recv", "listening")  # fmt: skip
+                            "--out", str(workdir / "goodput.csv"), *lat_args], "recv", "listening")  # fmt: skip
                 path.spawn([*command, "send", "--ir", str(ir_path), "--netns", ns.path(ns.snd), "--t0", str(t0)], "send", "connected")
                 sampler = _Sampler(ns.snd, t0, interval, n_samples, n_flows)
             if time.monotonic_ns() >= t0:
@@ -631,8 +640,14 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool) -> dict[str, Any]:
             path.stop()
             if sampler.error is not None:
                 raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
-            return _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command,  # type: ignore[attr-defined]
-                             endpoint_wait)
+            raw = _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command,  # type: ignore[attr-defined]
+                            endpoint_wait)
+            if read_latency:
+                lat_file = workdir / "read_latency.json"
+                if not lat_file.exists():
+                    raise KernelRunError("the receiver wrote no read-latency histogram (cclab-link recv --read-latency)")
+                raw["meta"]["receiver_read_latency"] = json.loads(lat_file.read_text())
+            return raw
         finally:
             if sampler is not None:
                 for one in getattr(sampler, "samplers", [sampler]):
