@@ -159,8 +159,10 @@ def _print_read_latency(lat: dict[str, Any], console: Any) -> None:
                   f"p90 {us(s.get('p90_us'))}, p99 {us(s.get('p99_us'))}, p99.9 {us(s.get('p99.9_us'))}, "
                   f"{s['per_million_over_1ms'] or 0:.0f} per million ≥ 1 ms (upper bin edges)", markup=False, highlight=False)  # fmt: skip
     if not lat["valid"]:
+        from rich.markup import escape
+
         console.print("[yellow]the run was flagged invalid by the kernel backend's self-check:[/yellow] "
-                      + "; ".join(lat["invalid_reasons"]) + " — measure again on an idle machine")  # fmt: skip
+                      + escape("; ".join(lat["invalid_reasons"])) + " — measure again on an idle machine")  # fmt: skip
     if s["over_100ms"]:
         console.print(f"{s['over_100ms']} read(s) of 100 ms or more are left out of the line below")
     if not s["reads"]:

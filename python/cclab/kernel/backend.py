@@ -562,7 +562,7 @@ def run(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True, read_latency:
     ``read_latency``: the receiver also measures its own read latency (``cclab-link recv
     --read-latency``: the oldest readable segment's arrival to the read's return, 10 µs bins;
     one extra system call per read), returned as ``meta["receiver_read_latency"]`` —
-    what ``cclab doctor --read-latency`` prints. Not for a dumbbell's topology runs.
+    what ``cclab doctor --read-latency`` prints. Dumbbell scenarios only (a topology has a receiver per host).
 
     Raises :class:`ScenarioError` for what :func:`check` refuses and
     :class:`KernelRunError` (one line, the cause chained) for every failure
