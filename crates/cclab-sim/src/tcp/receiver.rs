@@ -63,7 +63,7 @@ pub const COMP_SACK_NR: u32 = 44;
 pub const COMP_SACK_DELAY: Dur = Dur::from_ms(1);
 /// `net.ipv4.tcp_comp_sack_slack_ns` default in Linux 6.18 (`tcp_sk_init`,
 /// net/ipv4/tcp_ipv4.c: 100 µs; the value on this project's test machines;
-/// a November 2025 patch lowers it to 10 µs for later kernels). The
+/// a patch posted to netdev in November 2025 proposes 10 µs). The
 /// compressed-SACK timer is a soft hrtimer started with this slack
 /// (`hrtimer_start_range_ns(..., HRTIMER_MODE_REL_PINNED_SOFT)` in
 /// `__tcp_ack_snd_check`), and a soft hrtimer runs when the CPU's earliest
