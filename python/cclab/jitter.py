@@ -62,8 +62,8 @@ from typing import Any
 from . import units
 from .errors import ScenarioError, show_value
 
-__all__ = ["JITTER_POINTS", "MAX_HISTOGRAM_BINS", "PROB_ONE", "READ_DELAY_POINTS", "exponential_table", "histogram_table",
-           "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
+__all__ = ["JITTER_POINTS", "MAX_HISTOGRAM_BINS", "PROB_ONE", "READ_DELAY_POINTS", "exponential_table", "histogram_summary",
+           "histogram_table", "jitter_table", "lognormal_table", "pauses_ir", "quantile_table"]
 
 #: Intervals of the quantile table the engine interpolates in (the IR holds one more value).
 JITTER_POINTS = 256
@@ -170,6 +170,25 @@ def histogram_table(spec: Any, field: str) -> tuple[list[int], list[int]]:
         cum += c
         probs.append(cum * PROB_ONE // total)  # integers: the same table on every machine
     return edges, probs
+
+
+def histogram_summary(counts: list[int], bin_ns: int, quantiles: tuple[float, ...] = (0.5, 0.99), over: int = 0) -> dict[str, Any]:
+    """What a histogram of durations says in a line: ``total`` (``over`` included: values past the
+    last bin), for each quantile the bin it falls in (``bins[q]``: its index, ``None`` when it falls
+    among the ``over`` values) and ``per_million_over_1ms`` (``None`` for an empty histogram). Used by
+    ``cclab parity``'s description of its hosts and ``cclab doctor --read-latency``."""
+    total = sum(counts) + over
+    bins: dict[float, int | None] = {q: None for q in quantiles}
+    if total == 0:
+        return {"total": 0, "bins": bins, "per_million_over_1ms": None}
+    cum, pending = 0, sorted(quantiles)
+    for i, c in enumerate(counts):
+        cum += c
+        while pending and cum >= pending[0] * total:
+            bins[pending.pop(0)] = i
+    first_ms = -(-1_000_000 // bin_ns)  # the first bin starting at or after 1 ms
+    long = sum(counts[first_ms:]) + over
+    return {"total": total, "bins": bins, "per_million_over_1ms": 1e6 * long / total}
 
 
 def jitter_table(spec: Any, field: str = "host.jitter", points: int = JITTER_POINTS) -> tuple[list[int], list[int]]:

@@ -120,19 +120,24 @@ mod tests {
         assert!(e.starts_with("host.read_delay_ns needs at least two quantiles"), "{e}");
     }
 
+    /// 200 000 draws (all asserted below 1000 ns): the fraction below 10 ns and the mean of the rest.
+    fn below_10_and_upper_mean(j: &Jitter, seed: u64, stream: u64) -> (f64, f64) {
+        let mut rng = Rng::new(seed, stream);
+        let n = 200_000;
+        let draws: Vec<u64> = (0..n).map(|_| j.sample(&mut rng)).collect();
+        assert!(draws.iter().all(|&d| d < 1000));
+        let below = draws.iter().filter(|&&d| d < 10).count() as f64 / n as f64;
+        let upper: Vec<u64> = draws.iter().copied().filter(|&d| d >= 10).collect();
+        (below, upper.iter().sum::<u64>() as f64 / upper.len() as f64)
+    }
+
     #[test]
     fn draws_follow_the_quantile_table() {
         // Quantiles 0, 10, 1000 at p = 0, ½, 1: half the draws below 10 ns,
         // the upper half spread uniformly over (10, 1000).
         let j = Jitter::new(&[0, 10, 1000], "t").unwrap().unwrap();
-        let mut rng = Rng::new(7, 3);
-        let n = 200_000;
-        let draws: Vec<u64> = (0..n).map(|_| j.sample(&mut rng)).collect();
-        let below = draws.iter().filter(|&&d| d < 10).count() as f64 / n as f64;
+        let (below, mean) = below_10_and_upper_mean(&j, 7, 3);
         assert!((below - 0.5).abs() < 0.005, "{below}");
-        assert!(draws.iter().all(|&d| d < 1000));
-        let upper: Vec<u64> = draws.iter().copied().filter(|&d| d >= 10).collect();
-        let mean = upper.iter().sum::<u64>() as f64 / upper.len() as f64;
         assert!((mean - 505.0).abs() < 5.0, "{mean}");
     }
 
@@ -142,14 +147,8 @@ mod tests {
         // middle bin is empty): 90 % of draws in [0, 10), 10 % in [10, 1000)
         let p = |x: f64| (x * PROB_ONE as f64) as u64;
         let j = Jitter::with_probs(&[0, 10, 10, 1000], &[0, p(0.9), p(0.9), PROB_ONE], "t_ns").unwrap().unwrap();
-        let mut rng = Rng::new(5, 1);
-        let n = 200_000;
-        let draws: Vec<u64> = (0..n).map(|_| j.sample(&mut rng)).collect();
-        let below = draws.iter().filter(|&&d| d < 10).count() as f64 / n as f64;
+        let (below, mean) = below_10_and_upper_mean(&j, 5, 1);
         assert!((below - 0.9).abs() < 0.004, "{below}");
-        assert!(draws.iter().all(|&d| d < 1000));
-        let upper: Vec<u64> = draws.iter().copied().filter(|&d| d >= 10).collect();
-        let mean = upper.iter().sum::<u64>() as f64 / upper.len() as f64;
         assert!((mean - 505.0).abs() < 10.0, "{mean}");
         // the interval ends exactly
         assert_eq!(j.sample_at(0), 0);

@@ -70,25 +70,17 @@ def merge(hists: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def summarize(hist: Mapping[str, Any]) -> dict[str, Any]:
-    """Reads, quantiles (the upper edge of the bin each falls in, µs) and reads ≥ 1 ms per million."""
-    bin_us = int(hist["bin_ns"]) / 1e3
-    counts = [int(c) for c in hist["counts"]]
+    """Reads, quantiles (the upper edge of the bin each falls in, µs; ``None`` among the reads of
+    100 ms or more) and reads ≥ 1 ms per million (:func:`cclab.jitter.histogram_summary`)."""
+    from cclab.jitter import histogram_summary
+
+    bin_ns = int(hist["bin_ns"])
     over = int(hist.get("over", 0))
-    total = sum(counts) + over
-    out: dict[str, Any] = {"reads": total, "over_100ms": over}
-    if total == 0:
-        out.update({f"p{q * 100:g}_us": None for q in QUANTILES}, per_million_over_1ms=None)
-        return out
-    cum, qi, qs = 0, 0, sorted(QUANTILES)
-    for i, c in enumerate(counts):
-        cum += c
-        while qi < len(qs) and cum >= qs[qi] * total:
-            out[f"p{qs[qi] * 100:g}_us"] = (i + 1) * bin_us
-            qi += 1
-    for q in qs[qi:]:
-        out[f"p{q * 100:g}_us"] = None  # in the "over" reads
-    first_ms = int(round(1000 / bin_us))
-    out["per_million_over_1ms"] = 1e6 * (sum(counts[first_ms:]) + over) / total
+    s = histogram_summary([int(c) for c in hist["counts"]], bin_ns, QUANTILES, over)
+    out: dict[str, Any] = {"reads": s["total"], "over_100ms": over}
+    for q, i in s["bins"].items():
+        out[f"p{q * 100:g}_us"] = None if i is None else (i + 1) * bin_ns / 1e3
+    out["per_million_over_1ms"] = s["per_million_over_1ms"]
     return out
 
 

@@ -107,6 +107,7 @@ def problem_lines(outcome: ParityOutcome) -> list[str]:
 def describe_host(host: dict[str, Any]) -> str:
     """A ``[host]`` of the simulator side in words: ``jitter median 2.3us, p99 14us; read_delay
     histogram of 809764 values in 10us bins (p50 20–30us, p99 110–120us, 70 per million ≥ 1 ms)``."""
+    from cclab.jitter import histogram_summary
     from cclab.units import parse_duration
 
     parts = []
@@ -115,20 +116,12 @@ def describe_host(host: dict[str, Any]) -> str:
         if h is None:
             parts.append(f"{key} " + (", ".join(f"{k} {v}" for k, v in spec.items()) if isinstance(spec, dict) else str(spec)))
             continue
-        counts, width_us = h["counts"], parse_duration(h["bin"]) / 1e3
-        total = sum(counts)
-
-        def bin_of(q: float) -> str:
-            cum = 0
-            for i, c in enumerate(counts):
-                cum += c
-                if cum >= q * total:
-                    return f"{i * width_us:g}–{(i + 1) * width_us:g}us"
-            return "?"
-
-        long = sum(c for i, c in enumerate(counts) if i * width_us >= 1000)
-        parts.append(f"{key} histogram of {total} values in {h['bin']} bins (p50 {bin_of(0.5)}, p99 {bin_of(0.99)}, "
-                     f"{long / total * 1e6:.0f} per million ≥ 1 ms)")  # fmt: skip
+        width_ns = parse_duration(h["bin"])
+        s = histogram_summary(h["counts"], width_ns)
+        w = width_ns / 1e3
+        ranges = {q: "?" if i is None else f"{i * w:g}–{(i + 1) * w:g}us" for q, i in s["bins"].items()}
+        parts.append(f"{key} histogram of {s['total']} values in {h['bin']} bins (p50 {ranges[0.5]}, p99 {ranges[0.99]}, "
+                     f"{s['per_million_over_1ms']:.0f} per million ≥ 1 ms)")  # fmt: skip
     return "; ".join(parts)
 
 
