@@ -58,7 +58,10 @@ struct FlowState {
     last_delivery: Time,
     access_delay: Dur,
     ack_delay: Dur,
-    /// The data path's last link (where the receiver is).
+    /// The data path's first link (where its access line leads; `path[0]`,
+    /// kept here beside the access line so an arrival reads no other
+    /// allocation) and its last (where the receiver is).
+    first_link: u32,
     last_link: u32,
     access: Pipe<Packet>,
     acks: Pipe<Ack>,
@@ -111,6 +114,10 @@ pub struct Sim {
     /// flows' state is larger than a core's caches, where it pays; below,
     /// it is instructions for nothing.
     prefetch: bool,
+    /// Per flow, where its algorithm's state lies in its `Cc`
+    /// (`Cc::state_span`): 4 bytes a flow, so the hint reads no line of the
+    /// flow's own state.
+    cc_spans: Vec<(u16, u16)>,
     /// Host pauses (`pauses.rs`), if any: data reaching the bottleneck and
     /// ACKs reaching their sender wait for the end of a pause.
     pauses: Option<Pauses>,
@@ -300,6 +307,7 @@ let mut sender = Sender::new(
                 acks: Pipe::default(),
                 access_delay: Dur(access_delay),
                 ack_delay: Dur(ack_delay),
+                first_link: path[0],
                 last_link: *path.last().expect("validated: not empty"),
                 path: path.into(),
                 ack_path: ack_path.into(),
@@ -353,7 +361,6 @@ let mut sender = Sender::new(
         Ok(Sim {
             q,
             links,
-            flows,
             spare: Vec::new(),
             scenario: sc.clone(),
             out,
@@ -367,6 +374,8 @@ let mut sender = Sender::new(
             pauses,
             read_delay,
             prefetch: sc.flows.len() * std::mem::size_of::<FlowState>() > PREFETCH_MIN_BYTES,
+            cc_spans: flows.iter().map(|f| f.sender.cc.state_span()).collect(),
+            flows,
         })
     }
 
@@ -416,7 +425,7 @@ let mut sender = Sender::new(
                     crate::prefetch::fields(&fl.wake_at, &fl.acks);
                     fl.receiver.prefetch_deadline();
                     crate::prefetch::value(&fl.rtt_hist);
-                    fl.sender.prefetch_ack();
+                    fl.sender.prefetch_ack(self.cc_spans[f as usize]);
                 }
             }
             Event::Bottleneck(k) | Event::Propagation(k) => {
@@ -490,7 +499,7 @@ let mut sender = Sender::new(
     fn on_access(&mut self, now: Time, f: usize) {
         let mut rx = std::mem::take(&mut self.pkt_buf);
         rx.clear();
-        let k = self.flows[f].path[0] as usize;
+        let k = self.flows[f].first_link as usize;
         while let Some(pkt) = self.flows[f].access.pop_due(now) {
             self.links[k].arrive(now, pkt, &mut self.q, &mut rx);
         }

@@ -394,10 +394,16 @@ impl Cc {
     pub fn cong_control(&mut self, conn: &mut Conn, rs: &RateSample) {
         dispatch!(self, c => c.cong_control(conn, rs))
     }
-    /// Prefetch hint: the algorithm's state (`crate::prefetch`).
-    #[inline(always)]
-    pub fn prefetch(&self) {
-        dispatch!(self, c => crate::prefetch::value(c))
+    /// Where the active algorithm's state lies in this value: (offset from
+    /// `self`, bytes). Fixed for the value's life (its algorithm never
+    /// changes, and the offset survives moves), so the engine computes it once
+    /// per flow and hints the lines without reading the variant's tag — a
+    /// read that, with thousands of flows, is a cache miss the hint was meant
+    /// to hide (`Sim::prefetch`).
+    pub fn state_span(&self) -> (u16, u16) {
+        let base = self as *const Cc as usize;
+        let (at, len) = dispatch!(self, c => (c as *const _ as *const u8 as usize - base, std::mem::size_of_val(c)));
+        (at as u16, len as u16)
     }
     /// Internal state for the record.
     pub fn snapshot(&self, conn: &Conn) -> Snapshot {

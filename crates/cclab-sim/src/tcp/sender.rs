@@ -1584,11 +1584,13 @@ impl Sender {
         crate::prefetch::fields(&self.xmit_timer, &self.pacing_blocked);
     }
 
-    /// Prefetch hint: what an ACK or a timer touches (the segments aside).
+    /// Prefetch hint: what an ACK or a timer touches (the segments aside);
+    /// `cc_span` is `self.cc.state_span()`, kept by the caller.
     #[inline(always)]
-    pub fn prefetch_ack(&self) {
+    pub fn prefetch_ack(&self, cc_span: (u16, u16)) {
         crate::prefetch::fields(&self.xmit_timer, &self.queue_cwr);
-        self.cc.prefetch();
+        let cc = (&self.cc as *const Cc as *const u8).wrapping_add(cc_span.0 as usize);
+        crate::prefetch::range(cc, cc.wrapping_add(cc_span.1 as usize));
     }
 
     /// Prefetch hint: the oldest segments in flight (what an ACK delivers).
