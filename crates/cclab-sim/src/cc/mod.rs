@@ -507,3 +507,31 @@ mod defaults_tests {
         assert!(defaults("nope").is_none());
     }
 }
+
+#[cfg(test)]
+mod span_tests {
+    use super::{Cc, ALGORITHMS};
+    use std::collections::BTreeMap;
+
+    /// `state_span` names the active algorithm's own bytes: inside the `Cc`
+    /// value, as long as that algorithm's type, and the same after a move.
+    #[test]
+    fn state_span_lies_within_the_value_and_survives_a_move() {
+        for name in ALGORITHMS {
+            let cc = Cc::new(name, &BTreeMap::new(), 1).expect(name);
+            let (at, len) = cc.state_span();
+            assert!(at as usize + len as usize <= std::mem::size_of::<Cc>(), "{name}: {at}+{len}");
+            let want = match &cc {
+                Cc::Reno(c) => std::mem::size_of_val(c),
+                Cc::Cubic(c) => std::mem::size_of_val(c),
+                Cc::Bbr(c) => std::mem::size_of_val(c),
+                Cc::Bbr3(c) => std::mem::size_of_val(c),
+                Cc::Vegas(c) => std::mem::size_of_val(c),
+                Cc::Dctcp(c) => std::mem::size_of_val(c),
+            };
+            assert_eq!(len as usize, want, "{name}");
+            let moved = vec![cc];
+            assert_eq!(moved[0].state_span(), (at, len), "{name}");
+        }
+    }
+}
