@@ -174,12 +174,53 @@ def test_evaluate_means_over_seeds_and_state_rows_missing_on_one_side_count_zero
     cs = _by_metric(evaluate("t", ("goodput",), [sim, sim], [kern, _run(raw2, ir, "kernel")]))
     assert cs["goodput"].kernel == pytest.approx((3.25 + 6.5) / 2)
     assert cs["goodput"].sim == pytest.approx(3.25)
+    # each seed's value is kept, in seed order
+    assert cs["goodput"].kernel_values == pytest.approx((3.25, 6.5))
+    assert cs["goodput"].sim_values == pytest.approx((3.25, 3.25))
     # the simulator may run more seeds than the kernel (Case.sim_seeds): each side is its own mean
     cs = _by_metric(evaluate("t", ("goodput",), [sim, sim, _run(raw2, ir)], [kern]))
     assert cs["goodput"].sim == pytest.approx((3.25 + 3.25 + 6.5) / 3)
     assert cs["goodput"].kernel == pytest.approx(3.25)
+    assert cs["goodput"].sim_values == pytest.approx((3.25, 3.25, 6.5)) and cs["goodput"].kernel_values == pytest.approx((3.25,))
     with pytest.raises(ValueError, match="at least one sim and one kernel run"):
         evaluate("t", ("goodput",), [sim], [])
+
+
+def test_per_seed_spread_in_the_reports(tmp_path):
+    """A failing check shows each side's values per seed (the kernel's few seeds one by one, the
+    simulator's many as a range) in parity.md, under the terminal table, on the page and in the
+    parquet's min/max columns; one seed a side shows none."""
+    from cclab.parity import output
+    from cclab.parity.checks import Check
+    from cclab.parity.run import CaseResult, ParityOutcome
+
+    sim_values = tuple(20.0 + 2 * i for i in range(20))  # 20 … 58, mean 39
+    fail = Check(case="t/b", metric="goodput", kind="goodput", unit="Mbit/s", sim=39.0, kernel=24.0, status="fail",
+                 diff=15.0, sim_values=sim_values, kernel_values=(31.3, 20.8, 19.9))  # fmt: skip
+    ok = Check(case="t/b", metric="queue delay p50", kind="queue_delay_p50", unit="ms", sim=1.0, kernel=1.0,
+               status="pass", diff=0.0, sim_values=(1.0,) * 20, kernel_values=(1.0, 1.0, 1.0))  # fmt: skip
+    one = Check(case="t/a", metric="goodput", kind="goodput", unit="Mbit/s", sim=5.0, kernel=9.0, status="fail",
+                diff=-4.0, sim_values=(5.0,), kernel_values=(9.0,))  # fmt: skip
+    assert output.spread(fail) == "per seed: sim 20–58 (20), kernel 31.3, 20.8, 19.9"
+    assert output.spread(one) == ""
+    never = Check(case="t/c", metric="time to 90 %", kind="time_to_90", unit="s", sim=math.inf, kernel=0.3, status="fail",
+                  sim_values=(math.inf, math.inf), kernel_values=(0.3, 0.3))  # fmt: skip
+    assert output.spread(never) == "per seed: sim never, never, kernel 0.3, 0.3"
+    assert never.as_dict()["sim_values"] == ["inf", "inf"]
+
+    case_a, case_b = _tiny("a"), _tiny("b")
+    outcome = ParityOutcome(out_dir=tmp_path, results=[CaseResult(case=case_a, status="fail", checks=[one]),
+                                                       CaseResult(case=case_b, status="fail", checks=[fail, ok])])  # fmt: skip
+    md = output.markdown(outcome)
+    row = next(line for line in md.splitlines() if line.startswith("| `t/b`"))
+    assert "**goodput 39 vs 24 Mbit/s** (per seed: sim 20–58 (20), kernel 31.3, 20.8, 19.9)" in row
+    assert row.count("per seed") == 1 and "queue delay p50 1 vs 1 ms |" in row  # a passing check: no spread
+    assert "per seed" not in next(line for line in md.splitlines() if line.startswith("| `t/a`"))
+    assert output.problem_lines(outcome) == ["FAIL t/b, goodput: per seed: sim 20–58 (20), kernel 31.3, 20.8, 19.9"]
+    df = output.results_frame(outcome)
+    g = df[(df.case == "t/b") & (df.metric == "goodput")].iloc[0]
+    assert (g.sim_min, g.sim_max, g.kernel_min, g.kernel_max) == (20.0, 58.0, 19.9, 31.3)
+    assert "<td class=l>sim 20–58 (20), kernel 31.3, 20.8, 19.9</td>" in output._checks_html([fail])
 
 
 def test_unknown_metric_spec():

@@ -222,14 +222,22 @@ class Check:
     allowed: float = math.nan  # the tolerance for this kernel value, in the unit
     tolerance: str = ""  # the rule, e.g. "5 % or 2 Mbit/s"
     note: str = ""
+    # each seed's value, in the order of the case's seeds (sim and kernel are their means): what
+    # shows whether a difference is larger than the seed-to-seed spread of either side
+    sim_values: tuple[float, ...] = ()
+    kernel_values: tuple[float, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         from cclab.metrics import json_safe
 
+        def inf_text(x: Any) -> Any:  # keep "never reached" distinguishable from missing
+            return ("inf" if x > 0 else "-inf") if isinstance(x, float) and math.isinf(x) else x
+
         d = dict(self.__dict__)
-        for k in ("sim", "kernel", "diff"):  # keep "never reached" distinguishable from missing
-            if isinstance(d[k], float) and math.isinf(d[k]):
-                d[k] = "inf" if d[k] > 0 else "-inf"
+        for k in ("sim", "kernel", "diff"):
+            d[k] = inf_text(d[k])
+        for k in ("sim_values", "kernel_values"):
+            d[k] = [inf_text(x) for x in d[k]]
         return json_safe(d)
 
 
@@ -289,11 +297,12 @@ def evaluate(case_id: str, specs: Sequence[str], sim_runs: Sequence[Run], kernel
             labels.sort()
         default = 0.0 if name == "state_time" else math.nan
         for label in labels:
-            s = _mean([d.get(label, default) for d in per_sim])
-            k = _mean([d.get(label, default) for d in per_k])
+            sv = tuple(float(d.get(label, default)) for d in per_sim)
+            kv = tuple(float(d.get(label, default)) for d in per_k)
+            s, k = _mean(sv), _mean(kv)
             status, diff, rel, allowed, note = judge(mdef.tolerance or "", s, k)
             tol = TOLERANCES.get(mdef.tolerance or "")
             checks.append(Check(case=case_id, metric=label, kind=name, unit=mdef.unit, sim=s, kernel=k, status=status,
                                 diff=diff, rel_diff=rel, allowed=allowed, tolerance=tol.text if tol else "",
-                                note=note))  # fmt: skip
+                                note=note, sim_values=sv, kernel_values=kv))  # fmt: skip
     return checks

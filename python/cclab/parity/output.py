@@ -18,7 +18,7 @@ from cclab.parity.checks import METRICS, TOLERANCES
 from cclab.parity.matrix import DROPPED, SIM_HOST, Case, estimated_wall_s
 from cclab.parity.run import CaseResult, ParityOutcome
 
-__all__ = ["host_text", "steal_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "write_html", "write_markdown",
+__all__ = ["host_text", "steal_text", "list_lines", "list_footer", "markdown", "results_frame", "results_table", "spread", "write_html", "write_markdown",
            "write_results"]
 
 JSON_FILE, PARQUET_FILE, HTML_FILE, MD_FILE = "parity.json", "parity.parquet", "parity.html", "parity.md"
@@ -35,6 +35,22 @@ def _fmt(x: Any, digits: int = 3) -> str:
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.{digits}g}"
+
+
+def spread(c: Any) -> str:
+    """A check's values per seed, for a report — "per seed: sim 23.1–64 (20), kernel 20.6, 20.8, 31.3" (a side
+    of more than five seeds as its range and count) — or "" when each side has one seed: whether a
+    difference is larger than either side's own seed-to-seed spread."""
+    sim_values, kernel_values = tuple(getattr(c, "sim_values", ())), tuple(getattr(c, "kernel_values", ()))
+    if len(sim_values) < 2 and len(kernel_values) < 2:
+        return ""
+
+    def side(values: tuple[float, ...]) -> str:
+        if len(values) <= 5 or any(math.isnan(v) for v in values):
+            return ", ".join(_fmt(v) for v in values)
+        return f"{_fmt(min(values))}–{_fmt(max(values))} ({len(values)})"
+
+    return f"per seed: sim {side(sim_values)}, kernel {side(kernel_values)}"
 
 
 def _diff(c: Any) -> str:
@@ -94,13 +110,16 @@ def _short(reason: str, limit: int = 60) -> str:
 
 
 def problem_lines(outcome: ParityOutcome) -> list[str]:
-    """Each invalid or failed-to-run case's reasons in full, one line each (printed under the table)."""
+    """Each invalid or failed-to-run case's reasons in full, and each failing check's values per seed
+    (:func:`spread`), one line each (printed under the table)."""
     lines = []
     for r in outcome.results:
         if r.status == "invalid":
             lines += [f"INVALID {r.case.id}: {x}" for x in r.invalid_reasons]
         elif r.status == "error":
             lines.append(f"ERROR {r.case.id}: {r.error}")
+        else:
+            lines += [f"FAIL {r.case.id}, {c.metric}: {spread(c)}" for c in r.checks if c.status == "fail" and spread(c)]
     return lines
 
 
@@ -172,8 +191,15 @@ def results_frame(outcome: ParityOutcome) -> pd.DataFrame:
         for c in r.checks:
             rows.append({**base, "metric": c.metric, "kind": c.kind, "unit": c.unit, "sim": c.sim, "kernel": c.kernel,
                          "diff": c.diff, "rel_diff": c.rel_diff, "allowed": c.allowed, "tolerance": c.tolerance,
-                         "status": c.status, "note": c.note})  # fmt: skip
+                         "status": c.status, "note": c.note, **_extremes("sim", c.sim_values),
+                         **_extremes("kernel", c.kernel_values)})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def _extremes(side: str, values: tuple[float, ...]) -> dict[str, float]:
+    """``{side}_min`` and ``{side}_max`` of one side's per-seed values (NaN if none, or if any is missing)."""
+    ok = bool(values) and not any(math.isnan(v) for v in values)
+    return {f"{side}_min": min(values) if ok else math.nan, f"{side}_max": max(values) if ok else math.nan}
 
 
 def _case_dict(r: CaseResult) -> dict[str, Any]:
@@ -242,12 +268,12 @@ def _e(s: Any) -> str:
 
 
 def _checks_html(checks: list[Any]) -> str:
-    head = "".join(f"<th{' class=l' if h in ('metric', 'result') else ''}>{h}</th>"
-                   for h in ("metric", "sim", "kernel", "difference", "tolerance", "result"))  # fmt: skip
+    head = "".join(f"<th{' class=l' if h in ('metric', 'result', 'per seed') else ''}>{h}</th>"
+                   for h in ("metric", "sim", "kernel", "difference", "tolerance", "result", "per seed"))  # fmt: skip
     rows = "".join(
         f"<tr><td class=l>{_e(c.metric)} ({_e(c.unit)})</td><td>{_fmt(c.sim)}</td><td>{_fmt(c.kernel)}</td>"
         f"<td>{_e(_diff(c))}</td><td>{_e(_tol(c))}</td><td class='l {c.status}'>{_e(c.status)}"
-        f"{(' — ' + _e(c.note)) if c.note else ''}</td></tr>"
+        f"{(' — ' + _e(c.note)) if c.note else ''}</td><td class=l>{_e(spread(c).removeprefix('per seed: '))}</td></tr>"
         for c in checks
     )
     return f"<table><tr>{head}</tr>{rows}</table>"
@@ -385,7 +411,9 @@ def markdown(outcome: ParityOutcome) -> str:
                 if c.status not in ("pass", "fail"):
                     continue
                 text = f"{c.metric} {_fmt(c.sim)} vs {_fmt(c.kernel)}{(' ' + c.unit) if c.unit else ''}"
-                parts.append(f"**{text}**" if c.status == "fail" else text)
+                if c.status == "fail":
+                    text = f"**{text}**" + (f" ({spread(c)})" if spread(c) else "")
+                parts.append(text)
             detail = "; ".join(parts)
         result = "pass" if r.status == "pass" else f"**{r.status.upper()}**"
         lines.append(f"| `{r.case.id}` | {result} | {_md_cell(detail)} |")
