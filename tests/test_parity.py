@@ -312,6 +312,38 @@ def test_case_pattern_that_matches_nothing():
     _one_line_error(runner.invoke(app, ["parity", "--case", "nope*"]), "--case nope*", "no case matches")
 
 
+def test_kernel_seeds_option():
+    """--kernel-seeds N: seeds 1…N on the kernel for every selected case (the simulator then its 20),
+    shown by --list; outside 1…MAX_KERNEL_SEEDS a one-line error."""
+    from cclab.cli_parity import with_kernel_seeds
+
+    for bad in ("0", "-3", str(matrix.MAX_KERNEL_SEEDS + 1)):
+        _one_line_error(runner.invoke(app, ["parity", "--kernel-seeds", bad, "--list"]), f"--kernel-seeds {bad}",
+                        f"from 1 to {matrix.MAX_KERNEL_SEEDS}")  # fmt: skip
+    single = next(c for c in CASES if c.id == "single/cubic-20M-10ms-0.5bdp")
+    assert single.seeds == (1,) and single.sim_seeds == (1,)
+    (more,) = with_kernel_seeds([single], 4)
+    assert more.seeds == (1, 2, 3, 4) and more.sim_seeds == tuple(range(1, matrix.SIM_SEEDS + 1))
+    assert more.id == single.id and more.scenario == single.scenario
+    assert with_kernel_seeds([single], None) == [single]
+    r = runner.invoke(app, ["parity", "--list", "--case", single.id, "--kernel-seeds", "4"])
+    assert r.exit_code == 0, r.output
+    assert "kernel seeds 1, 2, 3, 4, simulator seeds 1–20" in r.output and "4 kernel run(s)" in r.output
+
+
+@needs_engine
+def test_kernel_seeds_reach_the_runs_and_the_per_seed_values(stand_in, tmp_path):
+    from cclab.cli_parity import with_kernel_seeds
+    from cclab.parity.run import run_parity
+
+    _fake, lock = stand_in
+    (res,) = run_parity(with_kernel_seeds([_tiny("pass")], 2), tmp_path / "out", lock_path=lock, sim_host=None).results
+    assert len(res.kernel_records) == 2 and len(res.sim_records) == matrix.SIM_SEEDS
+    g = next(c for c in res.checks if c.kind == "goodput")
+    assert len(g.kernel_values) == 2 and len(g.sim_values) == matrix.SIM_SEEDS
+    assert g.kernel == pytest.approx(sum(g.kernel_values) / 2)
+
+
 def test_refuses_without_root(monkeypatch, tmp_path):
     from cclab.kernel import machine
 

@@ -1,6 +1,6 @@
 """``cclab parity``: the simulator-vs-kernel validation matrix (registered into the main CLI by cli.py).
 
-    cclab parity [--quick] [--out DIR] [--case PATTERN ...] [--punctual] [--list]
+    cclab parity [--quick] [--out DIR] [--case PATTERN ...] [--kernel-seeds N] [--punctual] [--list]
 
 The matrix, its metrics and tolerances: :mod:`cclab.parity`; how to read the
 result: docs/validation.md ("Parity").
@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-__all__ = ["finish", "register", "select_cases"]
+__all__ = ["finish", "register", "select_cases", "with_kernel_seeds"]
 
 DEFAULT_OUT = Path("parity")
 
@@ -32,6 +32,17 @@ def select_cases(quick: bool, patterns: list[str] | None):
     return cases
 
 
+def with_kernel_seeds(cases, n: int | None):
+    """``cases`` with the kernel seeds 1…``n`` instead of each case's own (``None``: unchanged). A case
+    with more than one kernel seed is judged on the simulator's mean over
+    :data:`~cclab.parity.matrix.SIM_SEEDS` seeds (``Case.sim_seeds``)."""
+    import dataclasses
+
+    if n is None:
+        return list(cases)
+    return [dataclasses.replace(c, seeds=tuple(range(1, n + 1))) for c in cases]
+
+
 def _fmt_wall(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
     return f"{m} min {s:02d} s" if m else f"{seconds:.1f} s"
@@ -41,6 +52,9 @@ def parity_cmd(
     quick: bool = typer.Option(False, "--quick", help="The quick subset (~10 minutes on a 2-core machine) instead of the full matrix."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=f"Output directory; rerun to resume (complete records are reused) [default: {DEFAULT_OUT}]."),
     case: Optional[list[str]] = typer.Option(None, "--case", "-c", metavar="PATTERN", help="Only cases whose id matches (glob, or a substring; repeatable)."),
+    kernel_seeds: Optional[int] = typer.Option(None, "--kernel-seeds", metavar="N", help="Run each case on the kernel with "
+                                               "seeds 1…N instead of its own (most cases have one, the chaotic ones 3–5): "
+                                               "a tighter kernel mean, N times the kernel time."),
     punctual: bool = typer.Option(False, "--punctual", help="Compare the punctual simulator (no [host] jitter or read_delay) instead of "
                                   "one whose hosts have the kernel hosts' measured timing (docs/validation.md)."),
     list_only: bool = typer.Option(False, "--list", help="Print the matrix (cases, metrics, why, what is left out) and exit."),
@@ -55,13 +69,15 @@ def parity_cmd(
     t0 = time.monotonic()
     if steal_retries < 0:
         fail(f"--steal-retries {steal_retries}: expected a whole number of extra runs, 0 or more")
+    if kernel_seeds is not None and not 1 <= kernel_seeds <= matrix.MAX_KERNEL_SEEDS:
+        fail(f"--kernel-seeds {kernel_seeds}: expected a number of kernel seeds from 1 to {matrix.MAX_KERNEL_SEEDS}")
     for pattern in case or []:  # each pattern on its own: one that matches nothing is a typo, not a filter
         if not pattern.strip():
             fail("--case '': an empty pattern would match every case; expected part of a case id, or a glob "
                  "(see cclab parity --list)")
         if not select_cases(quick, [pattern]):
             fail(f"--case {pattern}: no {'quick ' if quick else ''}case matches; see cclab parity --list")
-    cases = select_cases(quick, case)
+    cases = with_kernel_seeds(select_cases(quick, case), kernel_seeds)
     if not cases:
         fail(f"--case {' '.join(case or [])}: no {'quick ' if quick else ''}case matches; see cclab parity --list")
     if list_only:
@@ -93,8 +109,8 @@ def parity_cmd(
                              steal_retries=steal_retries)  # fmt: skip
     except OSError as exc:
         fail(f"{exc.filename or out_dir}: {exc.strerror or exc}")
-    selection = {"quick": quick, "case": case or [], "punctual": punctual, "steal_retries": steal_retries,
-                 "cases": [c.id for c in cases]}  # fmt: skip
+    selection = {"quick": quick, "case": case or [], "kernel_seeds": kernel_seeds, "punctual": punctual,
+                 "steal_retries": steal_retries, "cases": [c.id for c in cases]}  # fmt: skip
     raise typer.Exit(finish(outcome, selection, t0, console))
 
 

@@ -71,6 +71,8 @@ SIM_HOST: dict[str, Any] = {"jitter": SIM_HOST_JITTER, "read_delay": SIM_HOST_RE
 #: the simulator's runs take seconds, so its mean is taken over enough seeds that the comparison's
 #: spread is the kernel's alone (docs/validation.md §4, "The metrics").
 SIM_SEEDS = 20
+#: The most kernel seeds ``cclab parity --kernel-seeds`` runs a case with (each is a whole kernel run).
+MAX_KERNEL_SEEDS = 100
 
 
 @dataclass(frozen=True)
