@@ -37,12 +37,10 @@ def _fmt(x: Any, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def spread(c: Any) -> str:
-    """A check's values per seed, for a report — "per seed: sim 23.1–64 (20), kernel 20.6, 20.8, 31.3" (a side
-    of more than five seeds as its range and count) — or "" when each side has one seed: whether a
-    difference is larger than either side's own seed-to-seed spread."""
-    sim_values, kernel_values = tuple(getattr(c, "sim_values", ())), tuple(getattr(c, "kernel_values", ()))
-    if len(sim_values) < 2 and len(kernel_values) < 2:
+def _per_seed(c: Any) -> str:
+    """Each side's values per seed — "sim 23.1–64 (20), kernel 20.6, 20.8, 31.3" (a side of more than
+    five seeds as its range and count) — or "" when each side has one seed."""
+    if len(c.sim_values) < 2 and len(c.kernel_values) < 2:
         return ""
 
     def side(values: tuple[float, ...]) -> str:
@@ -50,7 +48,14 @@ def spread(c: Any) -> str:
             return ", ".join(_fmt(v) for v in values)
         return f"{_fmt(min(values))}–{_fmt(max(values))} ({len(values)})"
 
-    return f"per seed: sim {side(sim_values)}, kernel {side(kernel_values)}"
+    return f"sim {side(c.sim_values)}, kernel {side(c.kernel_values)}"
+
+
+def spread(c: Any) -> str:
+    """A check's values per seed for a report, "per seed: sim …, kernel …" (:func:`_per_seed`), or ""
+    when each side has one seed: whether a difference is larger than either side's own seed-to-seed spread."""
+    body = _per_seed(c)
+    return f"per seed: {body}" if body else ""
 
 
 def _diff(c: Any) -> str:
@@ -273,7 +278,7 @@ def _checks_html(checks: list[Any]) -> str:
     rows = "".join(
         f"<tr><td class=l>{_e(c.metric)} ({_e(c.unit)})</td><td>{_fmt(c.sim)}</td><td>{_fmt(c.kernel)}</td>"
         f"<td>{_e(_diff(c))}</td><td>{_e(_tol(c))}</td><td class='l {c.status}'>{_e(c.status)}"
-        f"{(' — ' + _e(c.note)) if c.note else ''}</td><td class=l>{_e(spread(c).removeprefix('per seed: '))}</td></tr>"
+        f"{(' — ' + _e(c.note)) if c.note else ''}</td><td class=l>{_e(_per_seed(c))}</td></tr>"
         for c in checks
     )
     return f"<table><tr>{head}</tr>{rows}</table>"
