@@ -48,6 +48,15 @@ def test_finite_stopped_and_window_limited_flows():
     limited = raw["meta"]["kernel"]["limited"]
     assert 0.5 < limited["2"]["rwnd_limited"] <= 1.01, limited
     assert limited["1"]["rwnd_limited"] < 0.2, limited
+    # meta kernel.netstat: the endpoints' namespaces' TCP counters over the run — the sender's
+    # segments of original data cover what the receiver read, the receiver got them
+    net = raw["meta"]["kernel"]["netstat"]
+    assert set(net) == {"send", "recv"}, net
+    mss = int(ir["mss"])
+    read = int(delivered[-1].sum())
+    assert read / mss <= net["send"]["TcpExt.TCPOrigDataSent"] < 1.2 * read / mss + 100, (read, net["send"])
+    assert net["recv"]["Tcp.InSegs"] >= read / mss, (read, net["recv"])
+    assert "Tcp.CurrEstab" not in net["send"]  # a gauge, not a counter
 
 
 def test_rate_schedule_changes_the_link_rate():

@@ -377,6 +377,45 @@ def _sched_snapshot(procs: Mapping[str, int]) -> dict[str, Any]:
             "softirq": {pid: _sched_ns(pid) for pid in _softirq_pids()}}  # fmt: skip
 
 
+# Tcp fields of /proc/net/snmp that are settings or gauges, not event counters
+_SNMP_NOT_COUNTERS = frozenset({"RtoAlgorithm", "RtoMin", "RtoMax", "MaxConn", "CurrEstab"})
+
+
+def _netstat(pid: int) -> dict[str, int]:
+    """The TCP counters of the network namespace ``pid`` runs in: ``/proc/PID/net/netstat``
+    (``TcpExt``) and ``/proc/PID/net/snmp`` (``Tcp``), as ``"TcpExt.TCPSACKReorder"`` → value
+    ({} once the process is gone)."""
+    out: dict[str, int] = {}
+    for name in ("netstat", "snmp"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            return {}
+        for head, values in zip(lines[::2], lines[1::2]):  # a header line, then its values
+            keys, vals = head.split(), values.split()
+            if not keys or keys[0] not in ("TcpExt:", "Tcp:") or keys[0] != vals[0]:
+                continue
+            group = keys[0][:-1]
+            for k, v in zip(keys[1:], vals[1:]):
+                if group == "Tcp" and k in _SNMP_NOT_COUNTERS:
+                    continue
+                try:
+                    out[f"{group}.{k}"] = int(v)
+                except ValueError:
+                    continue
+    return out
+
+
+def _netstat_delta(a: Mapping[str, Mapping[str, int]], b: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]:
+    """Per endpoint process, the counters that changed between two :func:`_netstat` snapshots."""
+    out = {}
+    for name, before in a.items():
+        after = b.get(name) or {}
+        out[name] = {k: after[k] - v for k, v in sorted(before.items()) if k in after and after[k] != v}
+    return out
+
+
 def _endpoint_wait(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, float]:
     """Fraction of the run each endpoint process (and the busiest ksoftirqd thread) spent runnable but
     waiting for a CPU — the endpoints' own CPU starvation, which the emulator's lateness does not show."""
@@ -628,12 +667,16 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool, read_latency: bool 
             cpu0 = machine.cpu_times()
             endpoints = {name: p.pid for name, p in path.named_procs().items()}
             sched0 = _sched_snapshot(endpoints)
+            # the TCP endpoints' namespaces (the emulator's is the host's own, shared with everything else)
+            tcp_ends = {name: pid for name, pid in endpoints.items() if name != "emulator"}
+            net0 = {name: _netstat(pid) for name, pid in tcp_ends.items()}
             end = t0 + n_samples * interval + 20_000_000
             while time.monotonic_ns() < end:
                 path.check_alive()
                 time.sleep(min(0.05, max(0.0, (end - time.monotonic_ns()) / 1e9)))
             cpu1 = machine.cpu_times()
             endpoint_wait = _endpoint_wait(sched0, _sched_snapshot(endpoints))
+            netstat = _netstat_delta(net0, {name: _netstat(pid) for name, pid in tcp_ends.items()})
             sampler.join(timeout=5)
             dev_stats = ns.device_stats()
             sysctls = ns.sysctls()
@@ -642,6 +685,7 @@ def _run(ir: Mapping[str, Any], *, enforce_rate_limit: bool, read_latency: bool 
                 raise KernelRunError(f"sock_diag sampler failed: {sampler.error}")
             raw = _assemble(ir, workdir, sampler, dev_stats, sysctls, cpu0, cpu1, ns, path.cleaned, command,  # type: ignore[attr-defined]
                             endpoint_wait)
+            raw["meta"]["kernel"]["netstat"] = netstat
             if read_latency:
                 lat_file = workdir / "read_latency.json"
                 if not lat_file.exists():
