@@ -124,7 +124,7 @@ def problem_lines(outcome: ParityOutcome) -> list[str]:
         elif r.status == "error":
             lines.append(f"ERROR {r.case.id}: {r.error}")
         else:
-            lines += [f"FAIL {r.case.id}, {c.metric}: {spread(c)}" for c in r.checks if c.status == "fail" and spread(c)]
+            lines += [f"FAIL {r.case.id}, {c.metric}: {text}" for c in r.checks if c.status == "fail" and (text := spread(c))]
     return lines
 
 
@@ -417,7 +417,8 @@ def markdown(outcome: ParityOutcome) -> str:
                     continue
                 text = f"{c.metric} {_fmt(c.sim)} vs {_fmt(c.kernel)}{(' ' + c.unit) if c.unit else ''}"
                 if c.status == "fail":
-                    text = f"**{text}**" + (f" ({spread(c)})" if spread(c) else "")
+                    per_seed = spread(c)
+                    text = f"**{text}**" + (f" ({per_seed})" if per_seed else "")
                 parts.append(text)
             detail = "; ".join(parts)
         result = "pass" if r.status == "pass" else f"**{r.status.upper()}**"
