@@ -253,14 +253,15 @@ pub struct Sender {
     ecn_ok: bool,
     /// `TCP_ECN_QUEUE_CWR`: the next new data segment carries CWR.
     queue_cwr: bool,
+    /// SACK negotiated (`tcp_is_sack`); without it NewReno recovery
+    /// (`tcp_is_reno`). Read by every ACK, so here rather than with the rest.
+    sack_ok: bool,
     // ---- the algorithm (CUBIC's state is its first ~130 bytes) ----
     pub cc: Cc,
     // ---- the rest ----
     scratch: Vec<(u32, u32)>,
     /// Window reductions entered on ECE (`tcp_enter_cwr`), for tests and the record.
     pub stats_cwr: u64,
-    /// SACK negotiated (`tcp_is_sack`); without it NewReno recovery (`tcp_is_reno`).
-    sack_ok: bool,
     /// The last ACK's rate sample (tests inspect it).
     #[cfg(test)]
     pub last_rs: RateSample,
@@ -1588,7 +1589,7 @@ impl Sender {
     /// `cc_span` is `self.cc.state_span()`, kept by the caller.
     #[inline(always)]
     pub fn prefetch_ack(&self, cc_span: (u16, u16)) {
-        crate::prefetch::fields(&self.xmit_timer, &self.queue_cwr);
+        crate::prefetch::fields(&self.xmit_timer, &self.sack_ok);
         let cc = (&self.cc as *const Cc as *const u8).wrapping_add(cc_span.0 as usize);
         crate::prefetch::range(cc, cc.wrapping_add(cc_span.1 as usize));
     }
