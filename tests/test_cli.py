@@ -177,6 +177,23 @@ def test_run_writes_record_and_figure(tmp_path):
 
 
 @needs_engine
+def test_a_second_run_into_the_default_directory_keeps_the_first(tmp_path, monkeypatch):
+    # `cclab run FILE` twice (no --out): the second says why and what to do, the first record stays whole
+    monkeypatch.chdir(tmp_path)
+    p = _scenario(tmp_path)
+    first = runner.invoke(app, ["run", str(p), "--no-plot", "--json"])
+    assert first.exit_code == 0, first.output
+    (record,) = (tmp_path / "runs").iterdir()
+    before = (record / "summary.json").read_bytes()
+    again = runner.invoke(app, ["run", str(p), "--no-plot", "--json"])
+    _assert_one_line_error(again, str(Path("runs") / record.name), "already run", "--out DIR", "--overwrite")
+    assert (record / "summary.json").read_bytes() == before and len(list((tmp_path / "runs").iterdir())) == 1
+    replaced = runner.invoke(app, ["run", str(p), "--no-plot", "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    assert (record / "summary.json").read_bytes() == before  # deterministic: the same record again
+
+
+@needs_engine
 def test_example_cubic_vs_reno(tmp_path):
     example = REPO / "examples" / "cubic-vs-reno.toml"
     if not example.exists():

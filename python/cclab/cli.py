@@ -290,7 +290,7 @@ def links_table(summary: dict[str, Any]) -> Table | None:
 @app.command("run")
 def run_cmd(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (TOML).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Record directory [default: runs/<name>-<IR hash>]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Record directory [default: runs/<name>-<IR hash>; a second run of the same scenario needs --out or --overwrite]."),
     backend: str = typer.Option("sim", "--backend", "-b", help="sim or kernel."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Override the scenario's seed."),
     svg: bool = typer.Option(False, "--svg", help="Also write the figure as SVG."),
@@ -315,6 +315,14 @@ def run_cmd(
         formats = ("png", "svg") if svg else ("png",)
         _sc, toml_text, ir = api.prepare(file, seed)
         target = out if out is not None else api.default_run_dir(ir, backend)  # the command writes to ./runs
+        if out is None and not overwrite:
+            from cclab.record_dir import RecordExistsError, is_complete
+
+            if is_complete(target):
+                raise RecordExistsError(
+                    f"{target}: this scenario (same resolved file, backend {backend}) was already run into its "
+                    "default directory; that record is kept — --out DIR to write another one, --overwrite to "
+                    "replace it (cclab plot, cclab report and cclab.load read the existing one)")
         with err_console.status(f"running {safe(file)} on {safe(backend)}…"):
             result = api.run_prepared(ir, toml_text, target, backend=backend, plot=not no_plot, formats=formats,
                                       overwrite=overwrite, allow_large=allow_large)  # fmt: skip
