@@ -415,6 +415,36 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
     assert set(both["host"]["pauses"]) == rust_fields("HostPauses")
 
 
+def test_a_deep_buffer_in_packets_or_bytes_gets_socket_buffers_that_cover_it() -> None:
+    # 1 Gbit/s × 40 ms (BDP 5 MB) with a 15-BDP queue: the receive window (socket memory × MSS /
+    # truesize, tcp_win_from_space) must cover BDP + buffer, so the maximum is (BDP + buffer) ×
+    # 2304 / 1448 — not 4 × BDP + buffer, which capped the flow at ~2/3 of the queue — and a buffer
+    # given in packets counts as those packets' bytes, not as nothing.
+    def host(buffer: str) -> dict[str, Any]:
+        return resolve(scenario_from_dict(small(link={"rate": "1Gbps", "buffer": buffer},
+                                                flows=[{"cca": "reno", "rtt": "40ms"}])))["host"]
+
+    by_packets, by_bytes = host("50000pkts"), host("75MB")
+    assert by_packets == by_bytes
+    assert by_bytes["tcp_rmem"][2] == -(-(5_000_000 + 75_000_000) * 2304 // 1448)
+    assert by_bytes["tcp_rmem"][2] * 1448 / 2304 >= 80_000_000
+    # up to ~4 BDP of buffer 4 × BDP + buffer already covers it, and stays (IR hashes unchanged):
+    # 10 Gbit/s × 40 ms, BDP 50 MB
+    deep = resolve(scenario_from_dict(small(link={"rate": "10Gbps", "buffer": "4bdp"},
+                                            flows=[{"cca": "reno", "rtt": "40ms"}])))["host"]
+    assert deep["tcp_rmem"][2] == 4 * 50_000_000 + 4 * 50_000_000
+
+
+@pytest.mark.parametrize(("mss", "truesize"), [(88, 2304), (1448, 2304), (1612, 2304), (1613, 4352),
+                                               (4000, 8448), (8948, 16640)])
+def test_the_receive_truesize_follows_the_mss(mss: int, truesize: int) -> None:
+    # measured 2304 bytes at the default MSS (and the same by Linux's allocation rule from 589 to
+    # 1612); jumbo segments: kmalloc's next size for NET_SKB_PAD + packet + skb_shared_info, plus
+    # struct sk_buff (resolve.rcv_truesize). The engine needs at least one segment's worth.
+    ir = resolve(scenario_from_dict(small(mss=mss)))
+    assert ir["host"]["rcv_truesize"] == truesize >= mss
+
+
 # --- queue disciplines (docs/queues.md) ----------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "struct"), [("red", "RedConfig"), ("codel", "CodelConfig"),

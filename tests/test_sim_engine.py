@@ -65,3 +65,13 @@ def test_verizon_trace_link_delivers_what_the_trace_allows(tmp_path):
     # Goodput is the payload share of that.
     goodput = run.summary["aggregate"]["goodput_bps"]
     assert goodput <= capacity_bits / 50 * 1448 / 1500 * 1.01
+
+
+@pytest.mark.parametrize("mss", [1613, 8948])
+def test_jumbo_segments_run(tmp_path, mss):
+    # an MSS above 1 612 bytes gets the receive truesize of its skb (cclab.resolve.rcv_truesize):
+    # the run goes through (it used to stop with "rcv_truesize 2304 is below mss") and fills the link
+    run = cclab.run({"name": "jumbo", "duration": "5s", "mss": mss, "link": {"rate": "50Mbps", "buffer": "1bdp"},
+                     "flows": [{"cca": "cubic", "rtt": "40ms"}]}, out=tmp_path / "r", plot=False)
+    assert run.ir["host"]["rcv_truesize"] > mss
+    assert run.summary["aggregate"]["utilization"] > 0.9

@@ -49,10 +49,11 @@ that stays below it. The IR carries ``record`` only when it differs from
 
 The end hosts' TCP settings (``host``) are part of the IR so that both
 backends use the same: Linux's default initial buffers (``tcp_rmem`` 128 KiB,
-``tcp_wmem`` 16 KiB), a maximum of max(64 MiB, 4 × BDP + buffer) with the BDP
-from the highest rate and the longest RTT (so no socket buffer ever limits a
-flow), and the receive memory of one full segment on the kernel backend's
-TUN device (``rcv_truesize``, measured: 2304 bytes).
+``tcp_wmem`` 16 KiB), a maximum of max(64 MiB, 4 × BDP + buffer, (BDP +
+buffer) × truesize / MSS) with the BDP from the highest rate and the longest
+RTT (so no socket buffer ever limits a flow), and the receive memory of one
+full segment on the kernel backend's TUN device (``rcv_truesize``, measured:
+2304 bytes at the default MSS; :func:`rcv_truesize`).
 """
 
 from __future__ import annotations
@@ -205,16 +206,41 @@ SOCKET_BUFFER_FLOOR = 64 << 20
 #: skb->truesize of a full 1448-byte segment received on the kernel backend's TUN device
 #: (sock_diag SKMEMINFO: 11 520 bytes of receive memory for 5 held segments).
 RCV_TRUESIZE = 2304
+#: The MSS up to which a received segment's truesize is :data:`RCV_TRUESIZE` (:func:`rcv_truesize`).
+RCV_TRUESIZE_MAX_MSS = 1612
 
 
-def host_ir(max_rate_bps: float, max_rtt_ns: int, buffer_bytes: int) -> dict[str, Any]:
-    """The IR's ``host`` section: Linux's initial socket buffers, a maximum of
-    max(64 MiB, 4 × max rate × max RTT + buffer), the TUN receive truesize."""
-    buffer_max = max(SOCKET_BUFFER_FLOOR, int(4 * max_rate_bps * max_rtt_ns / 8e9) + int(buffer_bytes))
+def rcv_truesize(mss: int, header_bytes: int = 52) -> int:
+    """skb->truesize of one full segment received on the kernel backend's TUN device: the measured
+    :data:`RCV_TRUESIZE` up to an MSS of :data:`RCV_TRUESIZE_MAX_MSS`; above (jumbo frames), the size
+    Linux allocates there: ``tun_get_user`` puts the whole packet in the skb's head (no vnet header),
+    ``alloc_skb`` asks kmalloc for NET_SKB_PAD (64) + the packet, 64-byte aligned, plus the 320-byte
+    ``skb_shared_info``, kmalloc rounds that up to its next size (powers of two here; the page
+    allocator's above 8 KiB), and ``SKB_TRUESIZE`` adds the 256 bytes of ``struct sk_buff``. The same
+    rule gives the measured 2 304 bytes at 1 448 and every MSS from 589 to 1 612; below 589 it would
+    give 1 280 bytes or less, and cclab keeps the measured value there (the IR of those scenarios
+    predates this rule)."""
+    if mss <= RCV_TRUESIZE_MAX_MSS:
+        return RCV_TRUESIZE
+    head = -(-(64 + mss + header_bytes) // 64) * 64 + 320
+    return (1 << (head - 1).bit_length()) + 256
+
+
+def host_ir(max_rate_bps: float, max_rtt_ns: int, buffer_bytes: int, mss: int = 1448,
+            header_bytes: int = 52) -> dict[str, Any]:
+    """The IR's ``host`` section: Linux's initial socket buffers, the TUN receive truesize, and a maximum
+    of max(64 MiB, 4 × BDP + buffer, (BDP + buffer) × truesize / MSS) with the BDP of the highest rate
+    and the longest RTT. The last term is what the receive window needs to cover the path and a full
+    queue at Linux's window-to-memory ratio (``tcp_win_from_space``: MSS / truesize, 0.63 at 1 448
+    bytes); it exceeds the second only for buffers above ~4 BDP."""
+    truesize = rcv_truesize(mss, header_bytes)
+    bdp = int(4 * max_rate_bps * max_rtt_ns / 8e9) // 4
+    buffer_max = max(SOCKET_BUFFER_FLOOR, int(4 * max_rate_bps * max_rtt_ns / 8e9) + int(buffer_bytes),
+                     -(-(bdp + int(buffer_bytes)) * truesize // mss))
     return {
         "tcp_rmem": [*TCP_RMEM_MIN_DEFAULT, buffer_max],
         "tcp_wmem": [*TCP_WMEM_MIN_DEFAULT, buffer_max],
-        "rcv_truesize": RCV_TRUESIZE,
+        "rcv_truesize": truesize,
     }
 
 
@@ -473,15 +499,19 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
     fastest = max(names, key=lambda n: rates[n])
     max_rate = rates[fastest]
     max_rtt = max(flow["rtt_ns"] for flow in flows)
-    host = host_ir(max_rate, max_rtt, sum(link["buffer"]["bytes"] or 0 for link in links_ir))
+    # a buffer given in packets holds that many full-sized packets
+    buffered = sum(link["buffer"]["bytes"] or (link["buffer"]["packets"] or 0) * (mss + HEADER_BYTES)
+                   for link in links_ir)
+    host = host_ir(max_rate, max_rtt, buffered, mss, HEADER_BYTES)
     if host["tcp_rmem"][2] > MAX_SOCKET_BUFFER:
         fast = topology[fastest]
         raise ScenarioError(f"{prefix[fastest]}.rate" if fast.rate is not None else f"{prefix[fastest]}.trace",
                             fast.rate or fast.trace,
                             f"the highest rate {units.format_rate(max_rate)} with the longest RTT {fmt_d(max_rtt)} "
-                            f"needs socket buffers of {host['tcp_rmem'][2]:,} bytes (4 × BDP + buffer), "
+                            f"needs socket buffers of {host['tcp_rmem'][2]:,} bytes (4 × BDP + buffer, more for a buffer "
+                            "above ~4 BDP: docs/ir.md host), "
                             "more than the 4 GiB a socket buffer can be",
-                            "expected 4 × rate × longest RTT / 8 + buffer below 4 GiB "
+                            "expected socket buffers below 4 GiB: a lower rate, a shorter RTT or less buffer "
                             "(e.g. at most 10 Gbps with an 800 ms RTT)")
     jitter, jitter_p = scenario.host.jitter_table
     if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
