@@ -27,6 +27,8 @@ def scenario(cca: dict) -> dict:
     name = cca if isinstance(cca, str) else cca.get("name")
     if name == "dctcp":  # DCTCP needs ECN-capable packets (RFC 8257)
         flow["ecn"] = True
+    if name == "bbr3" and cca.get("ecn_low"):  # so does BBRv3's ECN response (bbr_can_use_ecn)
+        flow["ecn"] = True
     return {"name": "p", "duration": "30ms", "link": {"rate": "10Mbps"}, "flows": [flow]}
 
 
@@ -70,12 +72,21 @@ BBR1 = ("bbr", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop")
 def companions(algorithm: str, name: str, v: float) -> dict[str, float]:
     """Other parameters that keep the rules between parameters satisfied when ``name`` = ``v``."""
     extra: dict[str, float] = {}
-    if algorithm in BBR1 and name == "cwnd_gain" and v < 1:
+    feedback = algorithm in BBR1 and bool(cca_params.DEFAULTS[algorithm]["cwnd_feedback"])
+    if feedback and name == "cwnd_gain" and v < 1:
         extra["fb_gain_min"] = 1 / 256  # fb_gain_max defaults to cwnd_gain in 1/256 units: at least 1/256
     if algorithm in BBR1 and name == "fb_gain_max" and v < 1:
         extra["fb_gain_min"] = v
     if algorithm in BBR1 and name == "fb_gain_min" and v > 1.5:
         extra["fb_gain_max"] = 64
+    # a feature's knobs act only with its switch on (cca_params._needs_switch)
+    if algorithm in BBR1 and not feedback and (name.startswith("fb_") or "fb_gain_min" in extra):
+        extra["cwnd_feedback"] = 1
+    if algorithm in BBR1 and name.startswith("sticky_") and name != "sticky_rtprop" \
+            and not cca_params.DEFAULTS[algorithm]["sticky_rtprop"]:
+        extra["sticky_rtprop"] = 1
+    if algorithm == "bbr3" and name in cca_params._BBR3_ECN_KNOBS:
+        extra["ecn_low"] = 1
     if algorithm in ("bbr2", "bbr3") and name == "probe_rtt_interval_ms":
         extra["min_rtt_win_s"] = 86_400
     if algorithm in ("bbr2", "bbr3") and name == "min_rtt_win_s":
@@ -132,9 +143,9 @@ def test_engine_accepts_every_value_the_registry_accepts(algorithm):
     [
         ({"name": "vegas", "alpha": 5}, "alpha"),
         ({"name": "vegas", "beta": 1}, "beta"),
-        ({"name": "bbr", "cwnd_gain": 0.5}, "cwnd_gain"),
-        ({"name": "bbr_shallow", "fb_gain_min": 410 / 256}, "fb_gain_min"),  # 1.6 as the engine ran it
-        ({"name": "bbr", "fb_gain_min": 3, "fb_gain_max": 2.5}, "fb_gain_min"),
+        ({"name": "bbr_cwnd_feedback", "cwnd_gain": 0.5}, "cwnd_gain"),
+        ({"name": "bbr_shallow", "cwnd_feedback": 1, "fb_gain_min": 410 / 256}, "fb_gain_min"),  # 1.6 as run
+        ({"name": "bbr", "cwnd_feedback": 1, "fb_gain_min": 3, "fb_gain_max": 2.5}, "fb_gain_min"),
         ({"name": "bbr3", "probe_rtt_interval_ms": 20_000}, "probe_rtt_interval_ms"),
         ({"name": "bbr2", "min_rtt_win_s": 2}, "min_rtt_win_s"),
     ],
@@ -149,6 +160,36 @@ def test_rules_between_parameters_match_the_engine(cca, field):
         ir = resolve(scenario_from_dict(scenario("cubic")))
         ir["flows"][0]["cca"], ir["flows"][0]["cca_params"] = cca["name"], {k: float(v) for k, v in cca.items() if k != "name"}
         _native.simulate(json.dumps(ir))
+
+
+@pytest.mark.parametrize(
+    ("cca", "field", "switch"),
+    [
+        ({"name": "bbr", "fb_gain_min": 0.5, "fb_decrease": 0.1}, "fb_gain_min", "cwnd_feedback"),
+        ({"name": "bbr_shallow", "fb_increase": 0.125}, "fb_increase", "cwnd_feedback"),
+        ({"name": "bbr", "sticky_jump": 50}, "sticky_jump", "sticky_rtprop"),
+        ({"name": "bbr_cwnd_feedback", "sticky_probes": 2}, "sticky_probes", "sticky_rtprop"),
+        ({"name": "bbr", "lt_bw": 0, "lt_bw_max_rtts": 1}, "lt_bw_max_rtts", "lt_bw"),
+        ({"name": "bbr3", "ecn_factor": 0.5}, "ecn_factor", "ecn_low"),
+        ({"name": "bbr3", "ecn_low": 0, "full_ecn_cnt": 1}, "full_ecn_cnt", "ecn_low"),
+    ],
+)
+def test_a_knob_whose_switch_is_off_is_refused_not_ignored(cca, field, switch):
+    # The engine reads these only with their feature on: set without it they changed nothing (a run
+    # with BBR's fb_* parameters and no cwnd_feedback was byte for byte plain bbr).
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict(scenario(cca))
+    message = str(info.value)
+    assert message.startswith(f"flows[0].cca.{field}: has no effect") and f"{switch} = true" in message, message
+    # with the switch on, the same knobs are taken
+    scenario_from_dict(scenario({**cca, switch: 1}))
+
+
+def test_bbr3_ecn_low_needs_an_ecn_flow():
+    with pytest.raises(ScenarioError, match="ecn_low: has no effect without ECN.*add ecn = true"):
+        scenario_from_dict({**scenario("cubic"), "flows": [{"cca": {"name": "bbr3", "ecn_low": True}, "rtt": "10ms"}]})
+    scenario_from_dict({**scenario("cubic"), "flows": [{"cca": {"name": "bbr3", "ecn_low": True}, "rtt": "10ms",
+                                                        "ecn": True}]})  # fmt: skip
 
 
 def test_cubic_beta_5_is_refused_at_validation(tmp_path):

@@ -69,6 +69,9 @@ def test_report_over_other_files_and_dirs(sweep, rec, tmp_path):
     refused(["report", str(rec), "-o", ""], "--out (-o)", "empty")
     refused(["report", str(rec), "-o", "/"], "--out (-o)")
     refused(["report", str(rec), "-o", "/proc/x.html"], "--out (-o)")
+    # a new file is an .html page: not r.txt (it was written as HTML, under a name that said otherwise)
+    refused(["report", str(rec), "-o", str(tmp_path / "r.txt")], "--out (-o)", "HTML page", "r.html")
+    assert not (tmp_path / "r.txt").exists()
 
 
 def test_report_replaces_its_own_report(sweep, rec, tmp_path):

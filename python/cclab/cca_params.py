@@ -512,6 +512,34 @@ def _g(x: float) -> str:
     return f"{x:g}" if float(f"{x:g}") == x else repr(x)
 
 
+#: BBRv1 parameters that act only with a switch on: (switch, parameters, the variant that turns it on).
+_BBR1_SWITCHED = (
+    ("cwnd_feedback", ("fb_loss_thresh", "fb_rate_thresh", "fb_rtt_thresh", "fb_gain_min", "fb_gain_max",
+                       "fb_decrease", "fb_increase"), "bbr_cwnd_feedback"),
+    ("sticky_rtprop", ("sticky_probes", "sticky_jump"), "bbr_sticky_rtprop"),
+    ("lt_bw", ("lt_intvl_min_rtts", "lt_loss_thresh", "lt_bw_max_rtts"), None),
+)
+#: BBRv3's ECN response: used only with ``ecn_low`` (``bbr_can_use_ecn``) on a flow with ``ecn = true``.
+_BBR3_ECN_KNOBS = ("ecn_alpha_gain", "ecn_factor", "ecn_thresh", "ecn_max_rtt_us", "full_ecn_cnt", "ecn_reprobe_gain")
+
+
+def _needs_switch(algorithm: str, v: dict[str, float], at: Any, switch: str, knobs: tuple[str, ...],
+                  variant: str | None) -> None:
+    """Refuse a parameter the engine would ignore because its feature's switch is off (given as 0 or
+    left at an algorithm's default of off): a setting that silently does nothing."""
+    if v.get(switch, DEFAULTS[algorithm][switch]):
+        return
+    given = [k for k in knobs if k in v]
+    if not given:
+        return
+    why = "set to false here" if switch in v else f"off by default for {algorithm}"
+    turn_on = f"{switch} = true" + (f" (or cca = {variant!r})" if variant and algorithm != variant else "")
+    if switch == "ecn_low":
+        turn_on += " (and ecn = true on the flow)"
+    raise ScenarioError(at(given[0]), v[given[0]], f"has no effect: {given[0]} belongs to {switch}, which is {why}",
+                        f"expected {turn_on} beside it, or leave {', '.join(given)} out")
+
+
 def _check_together(algorithm: str, v: dict[str, float], field: str) -> None:
     def at(name: str) -> str:
         return f"{field}.{name}" if field else name
@@ -523,6 +551,10 @@ def _check_together(algorithm: str, v: dict[str, float], field: str) -> None:
             raise ScenarioError(at(name), v.get(name), f"alpha = {_g(alpha)} is above beta = {_g(beta)}",
                                 "expected alpha ≤ beta (defaults 2 and 4)")
     elif algorithm in ("bbr", "bbr_shallow", "bbr_cwnd_feedback", "bbr_sticky_rtprop"):
+        for switch, knobs, variant in _BBR1_SWITCHED:
+            _needs_switch(algorithm, v, at, switch, knobs, variant)
+        if not v.get("cwnd_feedback", DEFAULTS[algorithm]["cwnd_feedback"]):
+            return  # the feedback loop's gains are not used
         cwnd_gain = v.get("cwnd_gain", _BBR1_CWND_GAIN.get(algorithm, 2.0))
         gain_max = v.get("fb_gain_max", max(1, round(cwnd_gain * 256)) / 256)
         gain_min = v.get("fb_gain_min", 1.0)
@@ -533,6 +565,8 @@ def _check_together(algorithm: str, v: dict[str, float], field: str) -> None:
                                 "expected fb_gain_min ≤ fb_gain_max (defaults: 1 and cwnd_gain; "
                                 "with cwnd_gain below 1 also set fb_gain_min)")
     elif algorithm in ("bbr2", "bbr3"):
+        if algorithm == "bbr3":
+            _needs_switch(algorithm, v, at, "ecn_low", _BBR3_ECN_KNOBS, None)
         window_s = v.get("min_rtt_win_s", _BBR3_MIN_RTT_WIN_S)
         interval_ms = v.get("probe_rtt_interval_ms", _BBR3_PROBE_RTT_INTERVAL_MS)
         if interval_ms * 1_000_000 > round(window_s * 1e9):

@@ -471,6 +471,14 @@ def algorithms_markdown(names: list[str] | None = None) -> str:
         "does not state. *Source* names the constant or module parameter of the file the",
         "algorithm follows, or the paper for cclab's BBRv1 variants.",
         "",
+        "Some parameters belong to a feature with a switch and act only when it is on; set with",
+        "the switch off they are refused (they would change nothing): BBRv1's `fb_*` need",
+        "`cwnd_feedback` (on in `bbr_cwnd_feedback`), `sticky_probes` and `sticky_jump` need",
+        "`sticky_rtprop` (on in `bbr_sticky_rtprop`), the `lt_*` knobs need `lt_bw` (on by",
+        "default), and BBRv3's ECN parameters (`ecn_alpha_gain`, `ecn_factor`, `ecn_thresh`,",
+        "`ecn_max_rtt_us`, `full_ecn_cnt`, `ecn_reprobe_gain`) need `ecn_low`, which in turn",
+        "needs `ecn = true` on the flow.",
+        "",
     ]
     for n in names or list(cca_params.PARAMS):
         out += [f"## `{n}`", "", f"{cca_params.SOURCES[n]}.", ""]

@@ -696,6 +696,12 @@ class FlowGroup(_Model):
         if self.cca_name == "dctcp" and not self.ecn:
             raise ScenarioError("ecn", self.ecn, "cca 'dctcp' requires ECN-capable packets (RFC 8257)",
                                 "add ecn = true to this [[flows]] table")
+        # BBRv3's ECN response needs ECN negotiated as well as ecn_low (bbr_can_use_ecn); without it
+        # the switch and its parameters would do nothing
+        if self.cca_name == "bbr3" and not self.ecn and isinstance(self.cca, Cca) and self.cca.params.get("ecn_low"):
+            raise ScenarioError("cca.ecn_low", True, "has no effect without ECN: bbr3 uses its ECN response only "
+                                "on a connection that negotiated ECN (bbr_can_use_ecn)",
+                                "add ecn = true to this [[flows]] table, or leave ecn_low out")
         return self
 
     @property

@@ -225,7 +225,10 @@ impl BbrConfig {
         if p.take_bool("cwnd_feedback", preset == "bbr_cwnd_feedback") {
             c.feedback = Some(CwndFeedbackConfig::from_params(p, c.cwnd_gain)?);
         } else {
-            CwndFeedbackConfig::from_params(p, c.cwnd_gain)?;
+            // consume (and range-check) its knobs; their order is the loop's
+            // business only when it runs, so a cwnd_gain below the default
+            // fb_gain_min (1) is no error without it
+            CwndFeedbackConfig::from_params(p, c.cwnd_gain.max(BBR_UNIT))?;
         }
         Ok(c)
     }
