@@ -77,6 +77,14 @@ def test_unknown_backend(tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+def test_an_out_under_a_file_is_one_clear_line(tmp_path):
+    (tmp_path / "afile").write_text("precious")
+    out = tmp_path / "afile" / "sub"
+    _assert_one_line_error(runner.invoke(app, ["run", str(_scenario(tmp_path)), "--out", str(out)]),
+                           str(out), "afile is not a directory")
+    assert (tmp_path / "afile").read_text() == "precious"
+
+
 def test_existing_record_is_not_overwritten(tmp_path):
     out = tmp_path / "run"
     shutil.copytree(FIXTURES / "run-bbr-cubic", out)

@@ -239,7 +239,7 @@ def register(app: typer.Typer) -> None:
         name: Optional[str] = typer.Argument(None, metavar="NAME", help="Preset name (see --list)."),
         list_presets: bool = typer.Option(False, "--list", help="List the presets."),
         quick: bool = typer.Option(False, "--quick", help="Reduced version (shorter runs, fewer points)."),
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME]."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: reproduce/NAME, reproduce/NAME-quick with --quick]."),
         jobs: Optional[int] = typer.Option(None, "--jobs", "-j",
                                            help="Local worker processes, at least 1 [default: all cores]."),
         scheduler: Optional[str] = typer.Option(None, "--scheduler",

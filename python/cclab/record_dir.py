@@ -247,6 +247,12 @@ def check_target(out: Path, overwrite: bool) -> None:
         raise RecordError(f"{out}: lies inside the run record {inside}; cclab writes nothing into a run record "
                           "(it could no longer be overwritten) — choose an output directory outside it")
     if not out.exists() and not out.is_symlink():
+        from cclab.fsutil import file_in_the_way
+
+        blocked = file_in_the_way(out)
+        if blocked is not None:
+            raise RecordExistsError(f"{out}: cannot be made, {blocked} is not a directory; "
+                                    "choose an output directory whose parents are directories")
         return
     if out.is_symlink() or not out.is_dir():
         raise RecordExistsError(f"{out}: exists and is not a directory; choose another output directory")
