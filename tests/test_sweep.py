@@ -100,6 +100,14 @@ def test_no_axes_is_one_point():
         ({"base": BASE, "axis": {}}, "unknown key"),
         ({"base": BASE, "quick": {"duration": "1s"}}, r"\[quick\] may only set"),
         ({"base": BASE, "axes": {"flows[5].cca": ["bbr"]}}, "index 5 out of range"),
+        # [[figures]] are checked when the file is loaded, not when they are drawn after the runs
+        ({"base": BASE, "figures": [{"kind": "pie"}]}, r"\[\[figures\]\] entry 1: unknown figure kind 'pie'"),
+        ({"base": BASE, "figures": [{"kind": "line"}, {"kind": "line", "colour": "red"}]},
+         r"entry 2: figure 'line': unknown parameter 'colour'; allowed: name, caption, y, x"),
+        ({"base": BASE, "figures": [{"kind": "line", "logx": "no"}]}, "logx = 'no' is not true or false"),
+        # a [quick.base] that breaks a valid base is named as such, not blamed on an axis
+        ({"base": BASE, "axes": {"link.buffer": ["1bdp"]}, "quick": {"base": {"link.bufer": "5KB"}}},
+         r"\[quick.base\]: link.bufer: unknown field"),
     ],
 )
 def test_bad_sweep_files(data, match):
@@ -185,3 +193,13 @@ def test_to_toml_round_trips_and_quick_text_is_the_variant(tmp_path):
     f.write_text(q.text)
     assert [p.scenario for p in expand(load_sweep(f))] == [p.scenario for p in expand(q)]
     assert load_sweep(f).quick == {}
+
+
+def test_the_quick_variant_is_validated_without_quick():
+    from cclab.sweep import validate, validate_quick
+
+    sw = sweep_from_dict({"base": BASE, "axes": {"link.buffer": ["1bdp"]},
+                          "quick": {"axes": {"link.bufer": ["1bdp"]}}}, ".")
+    validate(sw)  # the full sweep alone is fine …
+    with pytest.raises(SweepError, match=r'\[quick\] axis "link.bufer"'):
+        validate_quick(sw)  # … but `cclab sweep` checks the whole file before running any of it

@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
                                          help="Run even runs whose estimate exceeds the limits (docs/record.md)."),
     ) -> None:
         """Run every point x trial of a sweep; rerun to resume (complete runs are skipped)."""
-        from cclab.sweep import load_sweep
+        from cclab.sweep import load_sweep, validate_quick
 
         if backend not in ("sim", "kernel"):
             raise _fail(f"--backend {backend!r}: expected sim or kernel")
@@ -140,8 +140,13 @@ def register(app: typer.Typer) -> None:
             sw = load_sweep(file)
         except _user_errors() as e:
             raise _fail(str(e)) from None
-        if quick:
-            sw = sw.quick_variant()
+        try:
+            if quick:
+                sw = sw.quick_variant()
+            else:
+                validate_quick(sw)
+        except _user_errors() as e:
+            raise _fail(str(e)) from None
         if dry_run:
             raise typer.Exit(dry_run_command(sw, backend, jobs, allow_large))
         out = out or Path("sweeps") / file.stem

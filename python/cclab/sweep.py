@@ -129,6 +129,8 @@ class Sweep:
         base = copy.deepcopy(self.base)
         for path, value in q.get("base", {}).items():
             set_path(base, path, copy.deepcopy(value), what=f"quick.base \"{path}\"")
+        if q.get("base"):
+            _check_quick_base(self, base)
         axes = dict(self.axes)
         axes.update(q.get("axes", {}))
         zipped = dict(q.get("zip", self.zip))
@@ -351,6 +353,14 @@ def sweep_from_dict(data: dict[str, Any], base_dir: str | Path, source: Path | N
         for f in figures:
             if "name" in f and check_spec_name(f["name"]) is not None:
                 raise SweepError(str(_name_error(f["name"], where)))
+    if figures:  # each entry's kind and parameters now, not when `cclab plot` draws it after the runs
+        from cclab.figures import FigureError, check_spec
+
+        for i, f in enumerate(figures):
+            try:
+                check_spec(f)
+            except FigureError as e:
+                raise SweepError(f"{where}[[figures]] entry {i + 1}: {e}") from None
     sweep = Sweep(
         base=base,
         base_dir=base_dir,
@@ -367,6 +377,35 @@ def sweep_from_dict(data: dict[str, Any], base_dir: str | Path, source: Path | N
     if quick:
         sweep.quick_variant()  # validates the overrides' shape now
     return sweep
+
+
+def _check_quick_base(sweep: Sweep, quick_base: dict[str, Any]) -> None:
+    """A ``[quick.base]`` that breaks a base scenario which is valid on its own is reported as such (not
+    as an error of whichever axis is tried first)."""
+    from cclab.errors import ScenarioError
+    from cclab.scenario import scenario_from_dict
+
+    try:
+        scenario_from_dict(copy.deepcopy(sweep.base), sweep.base_dir)
+    except ScenarioError:
+        return  # the base needs its axes: the points' validation says what is wrong
+    try:
+        scenario_from_dict(copy.deepcopy(quick_base), sweep.base_dir)
+    except ScenarioError as e:
+        where = f"{sweep.source}: " if sweep.source else ""
+        raise SweepError(f"{where}[quick.base]: {e}") from None
+
+
+def validate_quick(sweep: Sweep) -> None:
+    """Validate the ``[quick]`` variant's points too (``cclab sweep`` without ``--quick``): a file is
+    checked whole before anything runs, not only the part this run uses."""
+    if sweep.quick:
+        try:
+            validate(sweep.quick_variant())
+        except SweepError as e:
+            where = f"{sweep.source}: " if sweep.source else ""
+            msg = str(e).removeprefix(where)
+            raise SweepError(f"{where}[quick] {msg}") from None
 
 
 def _check_shape(sweep: Sweep, source: Path | None) -> None:

@@ -171,14 +171,12 @@ def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **p
 
     if not isinstance(target, Target):
         target = Target(target)
-    if kind not in REGISTRY:
-        raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
+    check_spec({**params, "kind": kind})
     check_size(size, "figure size")
     fk = REGISTRY[kind]
     params = {k: v for k, v in params.items() if k not in SPEC_KEYS}
     if fk.scope == "sweep" and target.kind != "sweep":
         raise FigureError(f"figure {kind!r} needs a sweep directory, {target.path} is a run")
-    check_params(kind, fk.draw, params)
     try:
         with paper_style(size):
             return fit_width(fk.draw(target, **params), size)
@@ -186,6 +184,26 @@ def draw(target: Target | str | Path, kind: str, *, size: str | None = None, **p
         if "unexpected keyword" in str(e):
             raise FigureError(f"figure {kind!r}: {e}") from None
         raise
+
+
+def check_spec(spec: dict[str, Any]) -> None:
+    """:class:`FigureError` (one line) unless ``spec`` — a ``[[figures]]`` entry — names a known kind and
+    only parameters that kind's figure takes, each of a type its annotation allows: checked when a sweep
+    file is loaded, before anything runs, not when the figure is drawn."""
+    import inspect
+
+    kind = spec.get("kind")
+    if not isinstance(kind, str) or kind not in REGISTRY:
+        raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
+    fn = REGISTRY[kind].draw
+    takes = [n for n, p in inspect.signature(fn).parameters.items()
+             if n != "target" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    params = {k: v for k, v in spec.items() if k not in SPEC_KEYS}
+    unknown = [k for k in params if k not in takes]
+    if unknown:
+        raise FigureError(f"figure {kind!r}: unknown parameter {unknown[0]!r}; "
+                          f"allowed: {', '.join([*SPEC_KEYS[1:], *takes])}")
+    check_params(kind, fn, params)
 
 
 def check_size(size: str | None, what: str = "figure size") -> None:
@@ -363,4 +381,4 @@ def render_all(path: str | Path, kinds: list[str] | None = None, out_dir: Path |
 # register the kinds
 from cclab.figures import dist_figs, sweep_figs, time_figs  # noqa: E402,F401
 
-__all__ = ["REGISTRY", "FigureError", "Target", "draw", "default_specs", "render", "render_all"]
+__all__ = ["REGISTRY", "FigureError", "Target", "check_spec", "draw", "default_specs", "render", "render_all"]
