@@ -268,7 +268,7 @@ def test_a_trace_path_to_a_non_trace_file_is_refused_without_echoing_it(tmp_path
         (b"0\n5\n99999999999999999999999\n", "a timestamp of 23 digits is too large"),
         (b"0\n5\n10\x00\n", "not a text file (it holds NUL bytes)"),
         (b"\xff\xfe0\n", "not a text file (byte 0 is not ASCII)"),
-        (b"0\n5\n10 20\n", "line 3: '10' is not"),  # a number, so it is safe to show
+        (b"0\n5\n10 20\n", "line 3 holds 2 values"),  # two numbers: the count is what is wrong
     ],
 )
 def test_malformed_traces_give_one_bounded_line(tmp_path, content, needle):

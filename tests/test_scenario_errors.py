@@ -87,6 +87,17 @@ def test_missing_required_field(path: str, hint: str) -> None:
     check(fails(variant({}, remove=(path,))), path, "required field missing", hint)
 
 
+def test_missing_fields_say_what_is_expected() -> None:
+    # a link without `to`, a loss table without `model`: the error says what to write, as the others do
+    data = {k: v for k, v in BASE.items() if k != "link"}
+    data["links"] = {"a": {"from": "l", "rate": "10Mbps"}}
+    data["flows"] = [{**BASE["flows"][0], "path": ["a"]}]
+    check(fails(data), "links.a.to", "required field missing", 'to = "right"')
+    message = check(fails(variant({"link.loss": {"p": 0.1}})), "link.loss.model", "required field missing",
+                    'model = "bernoulli"')
+    assert '"gilbert-elliott"' in message
+
+
 def test_wrong_type_for_a_table() -> None:
     check(fails(variant({"link": "50Mbps"})), "link", "'50Mbps' is not a table", "rate, trace, schedule")
 
@@ -393,6 +404,8 @@ def trace_scenario(trace: str) -> dict[str, Any]:
         ("0\n0\n0\n", "the last timestamp is 0"),
         ("0\n\n5\n", "line 2 is empty"),
         ("0\n-1\n", "line 2: '-1' is not a non-negative integer"),
+        ("1 2\n3\n", "line 1 holds 2 values; a Mahimahi trace line is one non-negative integer"),
+        ("0\n1 # a comment\n", "line 2 holds 4 values"),
     ],
 )
 def test_malformed_trace(tmp_path: Path, content: str, problem: str) -> None:

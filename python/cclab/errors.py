@@ -186,6 +186,9 @@ _REQUIRED_HINTS = {
     "at": 'expected a duration, e.g. at = "20s"',
     "p": "expected a probability in [0, 1]",
     "r": "expected a probability in (0, 1]",
+    "from": 'expected the name of the node the link leaves, e.g. from = "left"',
+    "to": 'expected the name of the node the link reaches, e.g. to = "right"',
+    "model": 'expected model = "bernoulli" (with p) or model = "gilbert-elliott" (with p and r)',
 }
 
 _TYPE_NAMES = {

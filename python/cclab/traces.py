@@ -175,6 +175,9 @@ def parse_trace(text: str, source: str | os.PathLike[str] = "<trace>", field: st
             if not entry:
                 raise bad(f"line {number} is empty")
             token = entry.split()[0] if entry.split() else entry
+            if len(entry.split()) > 1 and token.isascii() and token.isdigit():
+                raise bad(f"line {number} holds {len(entry.split())} values; a Mahimahi trace line is one "
+                          "non-negative integer number of ms (no comments, no columns)")
             if _NUMBERISH.match(token):  # a number gone wrong ('-1', '1.5'): safe and useful to show
                 raise bad(f"line {number}: {show_value(token, 20)} is not a non-negative integer number of ms")
             # anything else is not shown: a scenario may name any file, and its contents are not ours to print
