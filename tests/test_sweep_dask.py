@@ -122,3 +122,17 @@ def test_sweep_through_a_tls_only_scheduler_configured_from_the_environment(monk
                 monkeypatch.delenv(k)
             dask.config.refresh()
     assert (out.done, out.failures) == (2, [])
+
+
+def test_an_unreachable_scheduler_is_one_line_naming_it_and_writes_nothing(tmp_path):
+    # it used to be reported as "--out …: cannot write the sweep directory" after 30 s, with a
+    # half-made sweep directory left behind
+    import dask
+
+    from cclab.sweep import SweepError
+
+    sw = sweep_from_dict({"base": BASE, "axes": {"link.buffer": ["1bdp", "2bdp"]}}, ".")
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        with pytest.raises(SweepError, match=r"^--scheduler tcp://127\.0\.0\.1:1: no Dask scheduler answered"):
+            run_sweep(sw, tmp_path / "out", scheduler="tcp://127.0.0.1:1", progress=False)
+    assert not (tmp_path / "out").exists()

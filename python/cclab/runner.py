@@ -232,8 +232,28 @@ def run_sweep(
     tasks = plan(sweep, backend, allow_large=allow_large)
     for t in tasks:
         t.allow_large = allow_large
-    with store.lock():
-        return _run_locked(sweep, store, tasks, t0, jobs=jobs, scheduler=scheduler, backend=backend, progress=progress)
+    own = _connect(scheduler) if isinstance(scheduler, str) else None  # before the sweep directory is made
+    try:
+        with store.lock():
+            return _run_locked(sweep, store, tasks, t0, jobs=jobs, scheduler=own or scheduler, backend=backend,
+                               progress=progress)  # fmt: skip
+    finally:
+        if own is not None:
+            own.close()
+
+
+def _connect(address: str) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``; :class:`SweepError` (one line, naming the
+    address) when none answers within Dask's connect timeout (``distributed.comm.timeouts.connect``)."""
+    from distributed import Client
+
+    from cclab.sweep import SweepError
+
+    try:
+        return Client(address)
+    except (OSError, TimeoutError) as e:
+        raise SweepError(f"--scheduler {address}: no Dask scheduler answered ({e}); expected the address of a "
+                         "running scheduler (dask scheduler prints it), nothing was written") from None
 
 
 def _run_locked(sweep: Sweep, store: SweepStore, tasks: list[Task], t0: float, *, jobs: int | None, scheduler: Any,
