@@ -163,3 +163,19 @@ def test_dctcp_holds_the_step_queue_near_k_through_the_python_pipeline(tmp_path)
     assert agg["link_utilization"] >= 0.99
     assert 10 * 1500 <= agg["queue_bytes_mean"] <= 40 * 1500
     assert agg["marks_ce"] > 0 and agg.get("drops_aqm", 0) == 0
+
+
+def test_red_on_a_tiny_buffer_blames_the_buffer_not_a_burst_nobody_wrote():
+    from cclab.errors import ScenarioError
+    from cclab.resolve import resolve
+
+    data = {"name": "r", "duration": "1s", "link": {"rate": "10Mbps", "buffer": "2pkts", "qdisc": "red"},
+            "flows": [{"cca": "cubic", "rtt": "40ms"}]}
+    with pytest.raises(ScenarioError, match=r"^link\.buffer: a buffer of 3000 bytes is too small for RED's default "
+                                            r"thresholds .*expected a larger buffer, or min_th, max_th and burst"):
+        resolve(scenario_from_dict(data))
+    # a burst the user did write is still what the error names
+    data["link"]["qdisc"] = {"name": "red", "burst": 1, "min_th": "30KB", "max_th": "90KB"}
+    data["link"]["buffer"] = "400KB"
+    with pytest.raises(ScenarioError, match=r"^link\.qdisc\.burst: a burst of 1 packets is too small"):
+        resolve(scenario_from_dict(data))

@@ -261,6 +261,14 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
     wlog = red_wlog(min_th, burst, avpkt)
     if wlog is None:
         need = math.ceil(min_th / avpkt)
+        if values["burst"] is None and values["min_th"] is None and values["max_th"] is None:
+            # nothing of this was written by the user: the buffer is what is too small
+            link = field.rsplit(".", 1)[0]
+            raise ScenarioError(f"{link}.buffer", f"{limit_bytes}B",
+                                f"a buffer of {limit_bytes} bytes is too small for RED's default thresholds "
+                                f"(max_th = buffer/4 = {max_th}, min_th = max_th/3 = {min_th} bytes) and burst "
+                                f"((2·min_th + max_th)/(3·avpkt) = {burst} packets; tc_red_eval_ewma)",
+                                "expected a larger buffer, or min_th, max_th and burst set in the qdisc table")
         raise ScenarioError(f"{field}.burst", burst, f"a burst of {burst} packets is too small for min_th = {min_th} "
                             f"bytes (tc_red_eval_ewma)", f"expected burst ≥ {need} (min_th / avpkt)")  # fmt: skip
     bandwidth = link_rate_bps if values["bandwidth"] is None else units.Rate.parse(values["bandwidth"], f"{field}.bandwidth").bps
