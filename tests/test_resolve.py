@@ -416,9 +416,9 @@ def test_host_buffers_cover_the_largest_bdp() -> None:
 
 
 def test_a_deep_buffer_in_packets_or_bytes_gets_socket_buffers_that_cover_it() -> None:
-    # 1 Gbit/s × 40 ms (BDP 5 MB) with a 15-BDP queue: the receive window (socket memory × MSS /
-    # truesize, tcp_win_from_space) must cover BDP + buffer, so the maximum is (BDP + buffer) ×
-    # 2304 / 1448 — not 4 × BDP + buffer, which capped the flow at ~2/3 of the queue — and a buffer
+    # 1 Gbit/s × 40 ms (BDP 5 MB) with a 15-BDP queue: the receive window (socket memory × 160/256,
+    # tcp_win_from_space at 1448 / 2304 bytes) must cover BDP + buffer, so the maximum is (BDP +
+    # buffer) × 256/160 — not 4 × BDP + buffer, which capped the flow at ~2/3 of the queue — and a buffer
     # given in packets counts as those packets' bytes, not as nothing.
     def host(buffer: str) -> dict[str, Any]:
         return resolve(scenario_from_dict(small(link={"rate": "1Gbps", "buffer": buffer},
@@ -426,8 +426,8 @@ def test_a_deep_buffer_in_packets_or_bytes_gets_socket_buffers_that_cover_it() -
 
     by_packets, by_bytes = host("50000pkts"), host("75MB")
     assert by_packets == by_bytes
-    assert by_bytes["tcp_rmem"][2] == -(-(5_000_000 + 75_000_000) * 2304 // 1448)
-    assert by_bytes["tcp_rmem"][2] * 1448 / 2304 >= 80_000_000
+    assert by_bytes["tcp_rmem"][2] == (5_000_000 + 75_000_000) * 256 // 160  # scaling_ratio 160/256
+    assert by_bytes["tcp_rmem"][2] * 160 // 256 >= 80_000_000
     # up to ~4 BDP of buffer 4 × BDP + buffer already covers it, and stays (IR hashes unchanged):
     # 10 Gbit/s × 40 ms, BDP 50 MB
     deep = resolve(scenario_from_dict(small(link={"rate": "10Gbps", "buffer": "4bdp"},

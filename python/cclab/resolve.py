@@ -50,7 +50,7 @@ that stays below it. The IR carries ``record`` only when it differs from
 The end hosts' TCP settings (``host``) are part of the IR so that both
 backends use the same: Linux's default initial buffers (``tcp_rmem`` 128 KiB,
 ``tcp_wmem`` 16 KiB), a maximum of max(64 MiB, 4 × BDP + buffer, (BDP +
-buffer) × truesize / MSS) with the BDP from the highest rate and the longest
+buffer) / Linux's window-to-memory ratio) with the BDP from the highest rate and the longest
 RTT (so no socket buffer ever limits a flow), and the receive memory of one
 full segment on the kernel backend's TUN device (``rcv_truesize``, measured:
 2304 bytes at the default MSS; :func:`rcv_truesize`).
@@ -229,14 +229,15 @@ def rcv_truesize(mss: int, header_bytes: int = 52) -> int:
 def host_ir(max_rate_bps: float, max_rtt_ns: int, buffer_bytes: int, mss: int = 1448,
             header_bytes: int = 52) -> dict[str, Any]:
     """The IR's ``host`` section: Linux's initial socket buffers, the TUN receive truesize, and a maximum
-    of max(64 MiB, 4 × BDP + buffer, (BDP + buffer) × truesize / MSS) with the BDP of the highest rate
-    and the longest RTT. The last term is what the receive window needs to cover the path and a full
-    queue at Linux's window-to-memory ratio (``tcp_win_from_space``: MSS / truesize, 0.63 at 1 448
-    bytes); it exceeds the second only for buffers above ~4 BDP."""
+    of max(64 MiB, 4 × BDP + buffer, (BDP + buffer) / ratio) with the BDP of the highest rate and the
+    longest RTT. The last term is what the receive window needs to cover the path and a full queue at
+    Linux's window-to-memory ratio (``tcp_win_from_space`` with ``scaling_ratio`` = ⌊256 · MSS /
+    truesize⌋ / 256: 160/256 at 1 448 bytes); it exceeds the second only for buffers above ~4 BDP."""
     truesize = rcv_truesize(mss, header_bytes)
     bdp = int(4 * max_rate_bps * max_rtt_ns / 8e9) // 4
+    ratio = (mss << 8) // truesize  # tp->scaling_ratio (tcp_measure_rcv_mss), in 1/256: 160 at 1448 / 2304
     buffer_max = max(SOCKET_BUFFER_FLOOR, int(4 * max_rate_bps * max_rtt_ns / 8e9) + int(buffer_bytes),
-                     -(-(bdp + int(buffer_bytes)) * truesize // mss))
+                     -(-(bdp + int(buffer_bytes)) * 256 // ratio))
     return {
         "tcp_rmem": [*TCP_RMEM_MIN_DEFAULT, buffer_max],
         "tcp_wmem": [*TCP_WMEM_MIN_DEFAULT, buffer_max],
