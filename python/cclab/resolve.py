@@ -218,7 +218,7 @@ def rcv_truesize(mss: int, header_bytes: int = 52) -> int:
     ``skb_shared_info``, kmalloc rounds that up to its next size (powers of two here; the page
     allocator's above 8 KiB), and ``SKB_TRUESIZE`` adds the 256 bytes of ``struct sk_buff``. The same
     rule gives the measured 2 304 bytes at 1 448 and every MSS from 589 to 1 612; below 589 it would
-    give 1 280 bytes or less, and cclab keeps the measured value there (the IR of those scenarios
+    give 1 280 bytes, and cclab keeps the measured value there (the IR of those scenarios
     predates this rule)."""
     if mss <= RCV_TRUESIZE_MAX_MSS:
         return RCV_TRUESIZE
