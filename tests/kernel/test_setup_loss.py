@@ -34,3 +34,17 @@ def test_lossy_runs_start_with_every_seed(loss):
         assert counters["drops_random"] > 0, (seed, counters)
         assert raw["meta"]["kernel"]["sampler"]["samples"] == 100, (seed, raw["meta"]["kernel"]["sampler"])
     assert not failed, f"loss {loss}: runs that did not start: {failed}"
+
+
+@pytest.mark.parametrize("link", [{"rate": "20Mbps", "buffer": "10pkts"}, {"rate": "5kbps", "buffer": "20pkts"}])
+def test_64_handshakes_neither_overflow_a_shallow_queue_nor_wait_for_a_slow_link(link):
+    # Set-up crosses the link with its propagation delay only (cclab-link LinkModel::advance):
+    # 64 SYNs at once used to overflow a 10-packet queue (16 dropped, each waiting 1 s: the
+    # set-up overran its margin), and at 5 kbit/s the handshakes never finished at all.
+    ir = scenario_ir(duration="1s", start_offset=0, link={**link, "delay": "0ms"},
+                     flows=[{"cca": "cubic", "count": 64, "rtt": "40ms"}])
+    raw = backend.run(ir)
+    counters = raw["meta"]["emulator"]["counters"]
+    assert counters["drops_random"] == 0 and raw["meta"]["kernel"]["sampler"]["samples"] == 100
+    if link["rate"] == "20Mbps":  # the experiment still sees its queue: 64 flows overflow 10 packets
+        assert counters["drops_overflow"] > 0, counters

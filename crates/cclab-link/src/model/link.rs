@@ -117,12 +117,18 @@ pub struct LinkModel<P> {
     ack_in: u64,
     ack_out: u64,
     pub flow_counters: Vec<FlowCounters>,
+    /// The run's time zero (`BottleneckParams::origin`): before it, data is
+    /// connection set-up and crosses the link without queue, serialization
+    /// or loss (`advance`).
+    setup_until: Ns,
 }
 
 impl<P> LinkModel<P> {
     pub fn new(p: LinkParams) -> Self {
         let n = p.flows.len();
+        let setup_until = p.bottleneck.origin;
         LinkModel {
+            setup_until,
             flows: p.flows,
             other: p.other,
             seq: 0,
@@ -269,6 +275,17 @@ impl<P> LinkModel<P> {
                 self.out = o;
             } else if t_acc == t {
                 let Reverse(Timed { t, item, .. }) = self.access.pop().unwrap();
+                if t < self.setup_until {
+                    // Connection set-up, before the experiment: the
+                    // handshakes of many flows at once must not overflow a
+                    // shallow queue, nor wait for a slow link (a lost SYN
+                    // waits 1 s, RFC 6298 §2.1). Only the propagation delay
+                    // applies; the bottleneck never sees the packet (it is
+                    // idle until t0, so the line stays in FIFO order).
+                    let exit = t + self.bottleneck.delay_at(t);
+                    self.prop.push_back((exit, item.data, false));
+                    continue;
+                }
                 if let Some(c) = self.flow_counters.get_mut(item.flow as usize) {
                     c.arrival_bytes += item.len as u64;
                 }

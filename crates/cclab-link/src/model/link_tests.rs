@@ -193,3 +193,30 @@ fn conservation_under_random_operations() {
         }
     }
 }
+
+#[test]
+fn set_up_before_t0_skips_the_queue_and_the_rate_then_the_link_applies() {
+    // 64 handshakes at once into a 10-packet queue at 12 Mbit/s (1 ms a
+    // packet), link delay 5 ms, t0 at 100 ms: before t0 every packet only
+    // propagates (none dropped, none serialized); from t0 on the queue and
+    // the rate apply again.
+    let mut p = params(12_000_000);
+    p.bottleneck.delay_steps = vec![(0, 5 * MS)];
+    p.bottleneck.limits = Limits { bytes: None, packets: Some(10) };
+    p.bottleneck.origin = 100 * MS;
+    let mut m = LinkModel::new(p);
+    for i in 0..64 {
+        m.on_data(MS, Some(0), 1500, false, i);
+    }
+    let (got, dropped) = drain(&mut m, 99 * MS);
+    assert!(dropped.is_empty());
+    assert_eq!(got.len(), 64);
+    assert!(got.iter().all(|g| g.1 == 6 * MS), "delay only");
+    for i in 0..64 {
+        m.on_data(100 * MS, Some(0), 1500, false, 100 + i);
+    }
+    let (got, dropped) = drain(&mut m, 1000 * MS);
+    // one in service and ten queued, the rest dropped; 1 ms apart
+    assert_eq!((got.len(), dropped.len()), (11, 53));
+    assert_eq!(got.iter().map(|g| g.1).collect::<Vec<_>>(), (0..11).map(|k| 106 * MS + k * MS).collect::<Vec<_>>());
+}

@@ -93,12 +93,17 @@ pub struct NetModel<P> {
     out: Vec<Out<P>>,
     pub counters: NetCounters,
     pub flow_counters: Vec<NetFlowCounters>,
+    /// The run's time zero: before it, packets are connection set-up and
+    /// cross each link with its propagation delay only (`arrive`).
+    setup_until: Ns,
 }
 
 impl<P> NetModel<P> {
     pub fn new(p: NetParams) -> Self {
         let (n_links, n_flows) = (p.links.len(), p.flows.len());
+        let setup_until = p.links.iter().map(|l| l.origin).min().unwrap_or(0);
         NetModel {
+            setup_until,
             links: p.links.into_iter().map(Bottleneck::new).collect(),
             props: (0..n_links).map(|_| VecDeque::new()).collect(),
             access: (0..n_flows).map(|_| VecDeque::new()).collect(),
@@ -222,6 +227,12 @@ impl<P> NetModel<P> {
     }
 
     fn arrive(&mut self, t: Ns, k: usize, pkt: Packet<P>, out: &mut impl FnMut(NetDelivery<P>)) {
+        if t < self.setup_until {
+            // connection set-up: no queue, serialization or loss (LinkModel::advance)
+            let exit = t + self.links[k].delay_at(t);
+            self.props[k].push_back((exit, pkt));
+            return;
+        }
         let mut o = std::mem::take(&mut self.out);
         self.links[k].arrive(t, pkt, &mut o);
         self.take_outputs(k, &mut o, out);
@@ -378,6 +389,32 @@ mod tests {
                 drops: 0
             }
         );
+    }
+
+    #[test]
+    fn set_up_before_t0_crosses_every_link_with_its_delay_only() {
+        // 20 packets at once into 3-packet queues of two 12 Mbit/s links (5 and 7 ms)
+        // before t0 = 50 ms: all arrive after 2 (own) + 5 + 7 ms, none dropped
+        let flows = vec![NetFlow {
+            path: vec![0, 1],
+            ack_path: vec![],
+            fwd_extra_ns: 2_000_000,
+            ack_extra_ns: 0,
+            src_host: 0,
+            dst_host: 1,
+        }];
+        let mut links = vec![link(12_000_000, 5_000_000, 3), link(12_000_000, 7_000_000, 3)];
+        for l in links.iter_mut() {
+            l.origin = 50_000_000;
+        }
+        let mut m: NetModel<u32> = NetModel::new(NetParams { links, flows });
+        for i in 0..20 {
+            m.on_data(0, 0, 1500, false, i);
+        }
+        let mut got = vec![];
+        m.advance(49_000_000, &mut |d| got.push(d));
+        assert_eq!(got.len(), 20);
+        assert!(got.iter().all(|d| matches!(d, NetDelivery::Deliver { due: 14_000_000, .. })));
     }
 
     #[test]
