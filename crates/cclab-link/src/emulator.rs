@@ -46,8 +46,9 @@ pub struct EmulatorArgs {
 const PRE_T0_NS: u64 = 30_000_000_000;
 
 /// Where a trace of period `period_ns` is at phase 0: at t0, and a whole
-/// number of periods (at least `PRE_T0_NS` worth) earlier, so that the
-/// handshakes before t0 find delivery opportunities.
+/// number of periods (at least `PRE_T0_NS` worth) earlier. (Set-up traffic
+/// before t0 no longer crosses the link — `model::LinkModel::advance` — so
+/// only the phase at t0 matters, and it is 0 either way.)
 pub fn trace_origin(period_ns: u64, t0: u64) -> u64 {
     let period = period_ns.max(1);
     let m = PRE_T0_NS.div_ceil(period);
@@ -65,16 +66,15 @@ pub fn link_params(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
 
 fn link_params_at(ir: &Ir, t0: u64) -> Result<LinkParams, String> {
     let l = ir.link();
-    // A trace is at phase 0 at t0, and already runs before t0 (a whole
-    // number of periods earlier) so the connections' handshakes, made
-    // before t0, find delivery opportunities.
+    // A trace is at phase 0 at t0 (`trace_origin`).
     let trace_origin = match &l.capacity {
         IrCapacity::Trace { period_ns, .. } => trace_origin(*period_ns, t0),
         IrCapacity::Constant { .. } => t0,
     };
-    // The experiment starts at t0: before it (connection set-up) the link
-    // loses nothing, so a handshake is never delayed by a lost SYN and its
-    // 1 s retransmission timeout (RFC 6298 §2.1). The configured loss starts
+    // The experiment starts at t0: before it (connection set-up) packets
+    // bypass the bottleneck (`model::LinkModel::advance`), so a handshake is
+    // never delayed by a lost SYN and its 1 s retransmission timeout (RFC
+    // 6298 §2.1), nor by a shallow queue or a slow link. The configured loss starts
     // at t0; since a zero probability draws no random number, the seeded
     // sequence of loss draws starts with the first packet judged at or
     // after t0, whatever happened during set-up (docs/kernel.md). The
