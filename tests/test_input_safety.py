@@ -130,7 +130,7 @@ def test_a_sweep_with_a_too_large_point_is_refused_before_anything_runs(tmp_path
     ("link", "needle"),
     [('rate = "9000000Tbps"', "highest rate; expected at most 1Tbps"),
      ('rate = "9000000000000000000bps"', "highest rate"),
-     ('rate = "900Gbps"\ndelay = "100ms"', "more than the 4 GiB a socket buffer can be")],
+     ('rate = "900Gbps"\ndelay = "100ms"', "more than the 2 GiB a socket buffer can be")],
 )
 def test_link_rates_beyond_the_engine_are_refused(tmp_path, link, needle):
     """Before: a 9e18 bit/s link passed validation; the engine raised a ValueError traceback or aborted."""

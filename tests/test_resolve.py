@@ -553,3 +553,14 @@ def test_policer_resolves_and_rejects_a_bucket_below_one_packet() -> None:
         resolve(scenario_from_dict(small(link={"policer": {"rate": "5Mbps", "burst": "1KB"}})))
     with pytest.raises(ScenarioError, match=r"^link\.policer\.rate: '2Tbps' is above the simulator's highest rate"):
         resolve(scenario_from_dict(small(link={"policer": {"rate": "2Tbps", "burst": "30KB"}})))
+
+
+def test_socket_buffers_beyond_what_linux_can_set_are_refused() -> None:
+    # Linux's tcp_rmem/tcp_wmem are C ints: 1 Gbit/s × 1 s with a 20-BDP buffer needs 4.2 GB, which
+    # the resolver used to accept (below 4 GiB) and the kernel backend then failed on with EINVAL
+    with pytest.raises(ScenarioError, match=r"needs socket buffers of 4,200,000,000 bytes .*more than the 2 GiB"):
+        resolve(scenario_from_dict(small(link={"rate": "1Gbps", "buffer": "20bdp"},
+                                         flows=[{"cca": "cubic", "rtt": "1s"}])))
+    ok = resolve(scenario_from_dict(small(link={"rate": "10Gbps", "buffer": "1bdp"},
+                                          flows=[{"cca": "cubic", "rtt": "300ms"}])))  # the example the error gives
+    assert ok["host"]["tcp_rmem"][2] < 2**31

@@ -511,9 +511,9 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
                             f"the highest rate {units.format_rate(max_rate)} with the longest RTT {fmt_d(max_rtt)} "
                             f"needs socket buffers of {host['tcp_rmem'][2]:,} bytes (4 × BDP + buffer, more for a buffer "
                             "above ~4 BDP: docs/ir.md host), "
-                            "more than the 4 GiB a socket buffer can be",
-                            "expected socket buffers below 4 GiB: a lower rate, a shorter RTT or less buffer "
-                            "(e.g. at most 10 Gbps with an 800 ms RTT)")
+                            "more than the 2 GiB a socket buffer can be (Linux's tcp_rmem is a C int)",
+                            "expected socket buffers below 2 GiB: a lower rate, a shorter RTT or less buffer "
+                            "(e.g. 10 Gbps with a 300 ms RTT and a 1-BDP buffer)")
     jitter, jitter_p = scenario.host.jitter_table
     if jitter and (len(links_ir) > 1 or any(f["ack_path"] for f in flows)):
         raise ScenarioError("host.jitter", scenario.host.jitter, "host jitter is modelled on one-link topologies with "
@@ -744,8 +744,9 @@ def _buffer_ir(link: Link, field: str, packet: int, r: _Link, min_rtt: int, rtt_
     return buffer
 
 
-#: Largest socket buffer (bytes): Linux's and the engine's are 32-bit (host.tcp_rmem max < 4 GiB).
-MAX_SOCKET_BUFFER = 2**32 - 1
+#: Largest socket buffer (bytes): Linux's tcp_rmem/tcp_wmem sysctls are C ints (the kernel backend
+#: could not set more; the simulator models the same host): host.tcp_rmem max < 2 GiB.
+MAX_SOCKET_BUFFER = 2**31 - 1
 #: Highest link rate (bit/s): the simulator's clock ticks in ns, and at 1 Tbit/s a 1500-byte
 #: packet takes 12 ns; beyond it serialization times lose their precision.
 MAX_RATE_BPS = 10**12
