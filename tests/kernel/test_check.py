@@ -34,6 +34,20 @@ def test_rate_beyond_the_emulator_is_refused():
         backend.check(ir)
 
 
+def test_a_topologys_total_rate_counts_schedule_steps():
+    # two 400 Mbit/s links that a schedule raises to 1000 Mbit/s carry up to 2000 Mbit/s: refused
+    # like two 700 Mbit/s links are (only the base rates were summed, and the run came out invalid)
+    limit = machine.max_rate_bps(1500)
+    step = int(limit * 0.8)
+    links = {name: {"from": a, "to": b, "rate": "400Mbps", "delay": "5ms", "buffer": "1000pkts",
+                    "schedule": [{"at": "0.5s", "rate": f"{step}bps"}]}
+             for name, a, b in (("fwd", "l", "r"), ("back", "r", "l"))}
+    ir = scenario_ir(link=None, links=links, flows=[{"cca": "cubic", "rtt": "20ms", "path": ["fwd"]},
+                                                     {"cca": "cubic", "rtt": "20ms", "path": ["back"]}])
+    with pytest.raises(ScenarioError, match=r"carry up to .* Mbit/s together"):
+        backend.check(ir)
+
+
 def test_too_many_flows_are_refused():
     ir = scenario_ir(flows=[{"cca": "cubic", "rtt": "50ms", "count": machine.MAX_FLOWS + 1}])
     with pytest.raises(ScenarioError, match=r"^flows: .*at most"):

@@ -133,6 +133,7 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
         raise ScenarioError("mss", ir["mss"], f"packets of {packet} bytes cannot be emulated", "mss + headers must be between 576 and 65535 bytes")
     limit = machine.max_rate_bps(packet)
     one = len(ir["links"]) == 1 and not is_topology(ir)
+    peaks = []  # each link's highest rate: base, schedule steps, a trace's mean
     for link in ir["links"]:
         where = "link" if one else f"links.{link['name']}"
         cap = link["capacity"]
@@ -149,6 +150,7 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
         for i, ch in enumerate(link.get("schedule") or []):
             if ch.get("rate_bps") is not None:
                 rates.append((f"{where}.schedule[{i}].rate", int(ch["rate_bps"])))
+        peaks.append(max(rate for _, rate in rates))
         for field, rate in rates:
             if rate > limit and enforce_rate_limit:
                 raise ScenarioError(
@@ -156,7 +158,7 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
                     f"at most {limit / 1e6:g} Mbit/s with {packet}-byte packets on this machine (a larger mss raises it), or use --backend sim",
                 )  # fmt: skip
     if not one and enforce_rate_limit:
-        total = sum(int(link["capacity"].get("rate_bps") or 0) for link in ir["links"])
+        total = sum(peaks)
         if total > limit:
             raise ScenarioError(f"links.{ir['links'][0]['name']}.rate", f"{total / 1e6:g}Mbps",
                                 f"the links of this topology carry up to {total / 1e6:g} Mbit/s together, beyond what "
