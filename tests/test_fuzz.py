@@ -66,7 +66,7 @@ BASE_SCENARIOS: list[dict[str, Any]] = [
                                                  "stagger": "100ms"}]},
     {"name": "fuzz-trace", "duration": "1s", "link": {"trace": "traces/Verizon-LTE-short.down", "buffer": "64pkts",
                                                       "loss": {"model": "gilbert-elliott", "p": 0.01, "r": 0.5}},
-     "flows": [{"cca": "reno", "rtt": "30ms", "bytes": "1MB", "rwnd": "64KB"}]},
+     "flows": [{"cca": "reno", "rtt": "30ms", "bytes": "1MB", "rwnd": "64KiB"}]},
     {"name": "fuzz-schedule", "duration": "1s", "sample_interval": "50ms",
      "link": {"rate": "5Mbps", "schedule": [{"at": "300ms", "rate": "10Mbps"}, {"at": "600ms", "delay": "5ms"}]},
      "flows": [{"cca": {"name": "vegas", "alpha": 1, "beta": 3}, "rtt": "20ms", "start": "100ms", "stop": "900ms"},

@@ -564,3 +564,18 @@ def test_socket_buffers_beyond_what_linux_can_set_are_refused() -> None:
     ok = resolve(scenario_from_dict(small(link={"rate": "10Gbps", "buffer": "1bdp"},
                                           flows=[{"cca": "cubic", "rtt": "300ms"}])))  # the example the error gives
     assert ok["host"]["tcp_rmem"][2] < 2**31
+
+
+@pytest.mark.parametrize(("rwnd", "ok"), [("3000B", False), ("64KB", False), ("10KB", False), ("1448B", True),
+                                          ("2048B", True), ("64KiB", True), ("4MB", True), ("3MiB", True)])
+def test_an_rwnd_that_would_lose_segments_to_the_window_scale_is_refused(rwnd: str, ok: bool) -> None:
+    # a window on the wire counts in 2048-byte units here (window scale 11 for the 64 MiB floor), and
+    # the kernel backend's emulator writes rwnd rounded down to them (at least one): 3000 B held 2
+    # segments and ran as 2048 B, 1; 4 MB rounds by 256 bytes and keeps its 2762 segments
+    data = small(link={"rate": "20Mbps", "buffer": "1bdp"}, flows=[{"cca": "cubic", "rtt": "40ms", "rwnd": rwnd}])
+    if ok:
+        assert resolve(scenario_from_dict(data))["flows"][0]["rwnd_bytes"] > 0
+    else:
+        with pytest.raises(ScenarioError, match=r"^flows\[0\]\.rwnd: .* would lose segments on the wire: a window "
+                                                r"counts in 2048-byte units .*expected a value whose full segments"):
+            resolve(scenario_from_dict(data))

@@ -23,7 +23,7 @@ scenario was built):
   its ACK path); without ``rtt`` (named links only) the flow's RTT is that
   round trip (twice the path's delay when ACKs return uncongested). A
   schedule may later change any link's delay by any factor;
-* ``rwnd`` ≥ one segment; on a trace link a packet fits one 1500-byte opportunity;
+* ``rwnd`` ≥ one segment, and no segment lost to the window scale's rounding (:func:`_check_rwnd_units`); on a trace link a packet fits one 1500-byte opportunity;
 * the queue discipline's parameters that depend on the link (RED's thresholds
   default to fractions of the buffer and must be ordered), see :mod:`cclab.qdisc`;
 * a policer's bucket holds at least one full packet (else it drops every packet).
@@ -243,6 +243,42 @@ def host_ir(max_rate_bps: float, max_rtt_ns: int, buffer_bytes: int, mss: int = 
         "tcp_wmem": [*TCP_WMEM_MIN_DEFAULT, buffer_max],
         "rcv_truesize": truesize,
     }
+
+
+def window_scale(rmem_max: int) -> int:
+    """The receiver's window scale (RFC 7323 §2.2) for a socket-buffer maximum of ``rmem_max``:
+    Linux's ``tcp_select_initial_window``, ilog2(max(tcp_rmem[2], net.core.rmem_max)) − 15 within
+    [0, 14]: 11 with the 64 MiB floor (``net.core.rmem_max``, 208 KiB by default, is the smaller; a
+    machine that raised it above ``tcp_rmem[2]`` scales by more)."""
+    return max(0, min(14, rmem_max.bit_length() - 1 - 15))
+
+
+def _check_rwnd_units(scenario: Scenario, host: dict[str, Any]) -> None:
+    """A window on the wire counts in 2^(window scale) bytes (2048 with the default buffers), and the
+    kernel backend's emulator writes a flow's ``rwnd`` there rounded down to that unit. Where the
+    rounding would take full segments away (a sender sends whole segments: ⌊window / MSS⌋ of them,
+    on both backends), the flow would run with a window the record does not state: refused, with
+    the nearest values that survive it."""
+    scale = window_scale(int(host["tcp_rmem"][2]))
+    unit = 1 << scale
+    mss = scenario.mss
+    for g, group in enumerate(scenario.flows):
+        if group.rwnd is None:
+            continue
+        rwnd = group.rwnd.bytes
+        wire = max(rwnd // unit, 1) * unit  # cclab-link rwnd.rs: at least one unit
+        if wire // mss == rwnd // mss:
+            continue
+
+        def segs(n: int) -> str:
+            return f"{n} segment{'' if n == 1 else 's'}"
+
+        near = [f"{x}B ({segs(x // mss)})" for x in (wire, wire + unit) if x // mss > 0]
+        raise ScenarioError(f"flows[{g}].rwnd", group.rwnd,
+                            f"{group.rwnd!r} ({segs(rwnd // mss)} of {mss} bytes) would lose segments on "
+                            f"the wire: a window counts in {unit}-byte units there (window scale {scale}, RFC 7323 "
+                            f"§2.2), and {wire} bytes hold {wire // mss}",
+                            f"expected a value whose full segments survive the rounding, e.g. {' or '.join(near)}")
 
 
 def canonical_json(ir: dict[str, Any]) -> str:
@@ -504,6 +540,7 @@ def resolve(scenario: Scenario) -> dict[str, Any]:
     buffered = sum(link["buffer"]["bytes"] or (link["buffer"]["packets"] or 0) * (mss + HEADER_BYTES)
                    for link in links_ir)
     host = host_ir(max_rate, max_rtt, buffered, mss, HEADER_BYTES)
+    _check_rwnd_units(scenario, host)
     if host["tcp_rmem"][2] > MAX_SOCKET_BUFFER:
         fast = topology[fastest]
         raise ScenarioError(f"{prefix[fastest]}.rate" if fast.rate is not None else f"{prefix[fastest]}.trace",
