@@ -57,6 +57,13 @@ def test_finite_stopped_and_window_limited_flows():
     assert read / mss <= net["send"]["TcpExt.TCPOrigDataSent"] < 1.2 * read / mss + 100, (read, net["send"])
     assert net["recv"]["Tcp.InSegs"] >= read / mss, (read, net["recv"])
     assert "Tcp.CurrEstab" not in net["send"]  # a gauge, not a counter
+    # flow_info: the finite flow's completion, when its receiver read the last byte — exact, not the
+    # first 10 ms sample after it; only finite flows have one
+    info = raw["flow_info"]
+    assert [("completion_ns" in fi) for fi in info] == [True, False, False], info
+    done = info[0]["completion_ns"] / 1e9
+    first_full = (int(np.argmax(delivered[:, 0] >= 2_000_000)) + 1) * int(ir["sample_interval_ns"]) / 1e9
+    assert first_full - 0.010 < done <= first_full, (done, first_full)
 
 
 def test_rate_schedule_changes_the_link_rate():

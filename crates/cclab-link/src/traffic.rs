@@ -321,7 +321,9 @@ fn peek_first_arrival(fd: libc::c_int) -> Option<u64> {
 
 /// `cclab-link recv`: listen, count bytes read per flow (by sender address),
 /// sample the cumulative counts at t0 + k·interval into `out` (CSV:
-/// `time_ns,flow_id,delivered_bytes`), then wait for SIGTERM. With
+/// `time_ns,flow_id,delivered_bytes`), note when a finite flow's last byte
+/// was read (`OUT.completion.csv`: `flow_id,completion_ns`, ns after t0),
+/// then wait for SIGTERM. With
 /// `read_latency`, also the histogram of [`ReadLatency`] into that file
 /// (JSON), written with the samples.
 pub fn recv(
@@ -345,9 +347,15 @@ pub fn recv(
     let listener = TcpListener::bind(SocketAddrV4::new(addr, config::PORT))
         .map_err(|e| format!("listen: {e}"))?;
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+    // a finite flow's completion: when the read that brought its total to
+    // `bytes` returned (CLOCK_MONOTONIC ns; 0: not yet)
+    let done: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
+    let need: Arc<Vec<Option<u64>>> = Arc::new(ir.flows.iter().map(|f| f.bytes).collect());
     let lat: Option<Arc<ReadLatency>> = read_latency.map(|_| Arc::new(ReadLatency::new()));
     {
         let counts = counts.clone();
+        let done = done.clone();
+        let need = need.clone();
         let lat = lat.clone();
         std::thread::spawn(move || {
             for conn in listener.incoming() {
@@ -359,6 +367,8 @@ pub fn recv(
                     continue;
                 };
                 let counts = counts.clone();
+                let done = done.clone();
+                let need = need.clone();
                 let lat = lat.clone();
                 std::thread::spawn(move || {
                     use std::os::fd::AsRawFd;
@@ -379,7 +389,11 @@ pub fn recv(
                         if let (Some(l), Some(a)) = (&lat, first) {
                             l.add(realtime_ns().saturating_sub(a));
                         }
-                        counts[flow as usize].fetch_add(r as u64, Ordering::Relaxed);
+                        let f = flow as usize;
+                        let total = counts[f].fetch_add(r as u64, Ordering::Relaxed) + r as u64;
+                        if need[f].is_some_and(|b| total >= b) && done[f].load(Ordering::Relaxed) == 0 {
+                            done[f].store(sys::mono_ns().max(1), Ordering::Relaxed);
+                        }
                     }
                 });
             }
@@ -411,6 +425,15 @@ pub fn recv(
         }
     }
     std::fs::write(out, rows).map_err(|e| format!("{out}: {e}"))?;
+    let mut completed = String::from("flow_id,completion_ns\n");
+    for (i, d) in done.iter().enumerate() {
+        let at = d.load(Ordering::Relaxed);
+        if at != 0 {
+            completed.push_str(&format!("{i},{}\n", at.saturating_sub(t0)));
+        }
+    }
+    let path = format!("{out}.completion.csv");
+    std::fs::write(&path, completed).map_err(|e| format!("{path}: {e}"))?;
     if let (Some(path), Some(l)) = (read_latency, &lat) {
         std::fs::write(path, l.to_json()).map_err(|e| format!("{path}: {e}"))?;
     }

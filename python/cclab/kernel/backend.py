@@ -776,6 +776,13 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         goodput["delivered_bytes"] = np.sum([p["delivered_bytes"] for p in parts], axis=0)
     else:
         goodput = _read_csv(workdir / "goodput.csv")
+    # finite flows: when the receiving application read their last byte (cclab-link recv), exact
+    # where the samples would round it up to the sample interval
+    completion: dict[int, int] = {}
+    for p in workdir.glob("goodput*.csv.completion.csv"):
+        if p.read_text().count("\n") > 1:  # a header and at least one flow
+            done = _read_csv(p)
+            completion.update(zip(done["flow_id"].tolist(), done["completion_ns"].tolist()))
     emu = json.loads((workdir / "emulator.json").read_text())
 
     def grid(table: dict[str, np.ndarray], col: str) -> np.ndarray:
@@ -896,6 +903,8 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
         "link": link_raw,
         "state_names": state_names,
         "counters": raw_counters,
+        "flow_info": [{"completion_ns": int(completion[i])} if i in completion and f.get("bytes") is not None else {}
+                      for i, f in enumerate(flows_ir)],
         "meta": meta,
         "valid": meta["valid"],
         "invalid_reasons": reasons,
