@@ -76,7 +76,8 @@ err_console: Any = _LazyConsole(stderr=True, highlight=False)
 #: Modules whose exception classes mean "bad input" (with ScenarioError and OSError), shown as one line
 #: (exit 2). They are looked up only if their module is loaded: an exception of a module never
 #: imported cannot have been raised, and importing it (pandas, …) would cost start-up time.
-_USER_ERROR_CLASSES = (("cclab.record", "RecordError"), ("cclab.backends", "BackendError"))
+_USER_ERROR_CLASSES = (("cclab.record_dir", "RecordError"), ("cclab.record", "RecordError"),
+                       ("cclab.backends", "BackendError"))
 
 
 def user_error_types() -> tuple[type[BaseException], ...]:

@@ -239,6 +239,22 @@ def enclosing_record(path: str | Path) -> Path | None:
     return None
 
 
+def _probe_writable(out: Path) -> None:
+    """Refuse, before a run, an output directory that could not be made: try to make (and at once
+    remove) a directory where ``out``'s nearest existing parent is — e.g. under /proc, on a read-only
+    file system, without permission — instead of failing after the run with nothing kept."""
+    import tempfile
+
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is None:
+        return
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".cclab-probe-", dir=parent))
+    except OSError as e:
+        raise RecordError(f"{out}: cannot be written ({e.strerror or e} in {parent}); "
+                          "choose an output directory you can write") from None
+
+
 def check_target(out: Path, overwrite: bool) -> None:
     """Refuse to replace existing data: anything without ``overwrite``, and with it anything cclab did not write;
     and refuse a target inside an existing run record (which could then never be replaced)."""
@@ -253,6 +269,7 @@ def check_target(out: Path, overwrite: bool) -> None:
         if blocked is not None:
             raise RecordExistsError(f"{out}: cannot be made, {blocked} is not a directory; "
                                     "choose an output directory whose parents are directories")
+        _probe_writable(out)
         return
     if out.is_symlink() or not out.is_dir():
         raise RecordExistsError(f"{out}: exists and is not a directory; choose another output directory")

@@ -48,6 +48,17 @@ def test_a_topologys_total_rate_counts_schedule_steps():
         backend.check(ir)
 
 
+@pytest.mark.parametrize(("flow", "mss", "needle"), [
+    ({"cca": "cubic", "rtt": "50ms", "ack_every": 3}, 1448, r"^flows\[0\]\.ack_every: ack_every = 3: Linux ACKs"),
+    ({"cca": {"name": "bbr", "cwnd_gain": 1.5}, "rtt": "50ms"}, 1448, r"^flows\[0\]\.cca_params: cwnd_gain = 1\.5: "),
+    ({"cca": "cubic", "rtt": "50ms"}, 88, r"^mss: mss = 88 makes packets of 140 bytes.*mss from 524 to 65483 bytes"),
+])
+def test_kernel_refusals_name_the_value(flow, mss, needle):
+    ir = scenario_ir(mss=mss, flows=[flow])
+    with pytest.raises(ScenarioError, match=needle):
+        backend.check(ir)
+
+
 def test_too_many_flows_are_refused():
     ir = scenario_ir(flows=[{"cca": "cubic", "rtt": "50ms", "count": machine.MAX_FLOWS + 1}])
     with pytest.raises(ScenarioError, match=r"^flows: .*at most"):

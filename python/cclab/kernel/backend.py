@@ -114,7 +114,8 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
                 " (load a module or register a BPF struct_ops algorithm, or use --backend sim)",
             )  # fmt: skip
         if f.get("cca_params"):
-            raise ScenarioError(f"flows[{_group(f)}].cca_params", f["cca_params"], "algorithm parameters cannot be set on the kernel backend", "remove them or use --backend sim")
+            given = ", ".join(f"{k} = {v:g}" for k, v in f["cca_params"].items())
+            raise ScenarioError(f"flows[{_group(f)}].cca_params", f["cca_params"], f"{given}: algorithm parameters cannot be set on the kernel backend", "remove them or use --backend sim")
     if ir.get("host", {}).get("jitter_ns"):
         raise ScenarioError("host.jitter", "(set)", "host jitter is a simulator option: the kernel backend's hosts are real and have their own timing",
                             "remove [host] jitter or use --backend sim")  # fmt: skip
@@ -130,7 +131,9 @@ def check(ir: Mapping[str, Any], *, enforce_rate_limit: bool = True) -> None:
     _check_topology(ir)
     packet = int(ir["mss"]) + int(ir["header_bytes"])
     if packet > 65535 or packet < 576:
-        raise ScenarioError("mss", ir["mss"], f"packets of {packet} bytes cannot be emulated", "mss + headers must be between 576 and 65535 bytes")
+        header = int(ir["header_bytes"])
+        raise ScenarioError("mss", ir["mss"], f"mss = {ir['mss']} makes packets of {packet} bytes, which the kernel backend cannot emulate",
+                            f"mss from {576 - header} to {65535 - header} bytes (packets of 576 to 65535 bytes), or use --backend sim")
     limit = machine.max_rate_bps(packet)
     one = len(ir["links"]) == 1 and not is_topology(ir)
     peaks = []  # each link's highest rate: base, schedule steps, a trace's mean
@@ -208,8 +211,8 @@ def _check_topology(ir: Mapping[str, Any]) -> None:
                                     "a path between two different nodes, or use --backend sim")  # fmt: skip
     for f in ir["flows"]:
         if int(f.get("ack_every", 2)) > 2:
-            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], "Linux ACKs at least every second "
-                                "full segment; it cannot be made to wait for more",
+            raise ScenarioError(f"flows[{_group(f)}].ack_every", f["ack_every"], f"ack_every = {f['ack_every']}: Linux "
+                                "ACKs at least every second full segment; it cannot be made to wait for more",
                                 "ack_every 1 (delayed_ack = false: the route's quickack attribute) or 2 "
                                 "(Linux's default), or use --backend sim")  # fmt: skip
     sack = {bool(f.get("sack", True)) for f in ir["flows"]}
