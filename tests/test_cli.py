@@ -88,7 +88,7 @@ def test_an_out_under_a_file_is_one_clear_line(tmp_path):
 def test_an_out_that_cannot_be_written_is_refused_before_the_run(tmp_path):
     # /proc takes no directories: said in one line before anything runs, not after the run
     result = runner.invoke(app, ["run", str(_scenario(tmp_path, duration="30s")), "--out", "/proc/cclab-test-out"])
-    _assert_one_line_error(result, "/proc/cclab-test-out: cannot be written")
+    _assert_one_line_error(result, "/proc/cclab-test-out: cannot write a record there")
     assert not Path("/proc/cclab-test-out").exists()
 
 

@@ -251,7 +251,7 @@ def _probe_writable(out: Path) -> None:
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".cclab-probe-", dir=parent))
     except OSError as e:
-        raise RecordError(f"{out}: cannot be written ({e.strerror or e} in {parent}); "
+        raise RecordError(f"{out}: cannot write a record there ({e.strerror or e} in {parent}); "
                           "choose an output directory you can write") from None
 
 

@@ -322,7 +322,7 @@ fn peek_first_arrival(fd: libc::c_int) -> Option<u64> {
 /// `cclab-link recv`: listen, count bytes read per flow (by sender address),
 /// sample the cumulative counts at t0 + k·interval into `out` (CSV:
 /// `time_ns,flow_id,delivered_bytes`), note when a finite flow's last byte
-/// was read (`OUT.completion.csv`: `flow_id,completion_ns`, ns after t0),
+/// was read (`OUT.completion`, CSV: `flow_id,completion_ns`, ns after t0),
 /// then wait for SIGTERM. With
 /// `read_latency`, also the histogram of [`ReadLatency`] into that file
 /// (JSON), written with the samples.
@@ -432,7 +432,7 @@ pub fn recv(
             completed.push_str(&format!("{i},{}\n", at.saturating_sub(t0)));
         }
     }
-    let path = format!("{out}.completion.csv");
+    let path = format!("{out}.completion");
     std::fs::write(&path, completed).map_err(|e| format!("{path}: {e}"))?;
     if let (Some(path), Some(l)) = (read_latency, &lat) {
         std::fs::write(path, l.to_json()).map_err(|e| format!("{path}: {e}"))?;

@@ -780,9 +780,10 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
     else:
         goodput = _read_csv(workdir / "goodput.csv")
     # finite flows: when the receiving application read their last byte (cclab-link recv), exact
-    # where the samples would round it up to the sample interval
+    # where the samples would round it up to the sample interval (named so that the glob of a
+    # topology's goodput-h*.csv above does not take it)
     completion: dict[int, int] = {}
-    for p in workdir.glob("goodput*.csv.completion.csv"):
+    for p in workdir.glob("goodput*.csv.completion"):
         if p.read_text().count("\n") > 1:  # a header and at least one flow
             done = _read_csv(p)
             completion.update(zip(done["flow_id"].tolist(), done["completion_ns"].tolist()))
