@@ -90,3 +90,32 @@ def test_sigkill_then_resume_equals_clean_run(tmp_path):
     b = pd.read_parquet(killed / "results.parquet")
     pd.testing.assert_frame_equal(a, b)
     assert json.loads((killed / "failures.json").read_text()) == []
+
+
+@needs_engine
+def test_a_record_filed_under_another_runs_id_is_caught_by_table_and_redone_by_resume(tmp_path):
+    # copying trial 0's record over trial 1's (or any record into the wrong directory) used to be
+    # taken as trial 1: `cclab table` reported n=1 "deterministic", and a resume skipped it
+    import shutil
+
+    from cclab.runner import run_sweep
+    from cclab.store import read_results
+    from cclab.sweep import sweep_from_dict
+
+    base = {"name": "swap", "duration": "2s", "link": {"rate": "10Mbps", "buffer": "1bdp", "loss": 0.01},
+            "flows": [{"cca": "cubic", "rtt": "20ms"}]}
+    sw = sweep_from_dict({"base": base, "trials": 2, "axes": {"link.buffer": ["1bdp"]}}, ".")
+    out = tmp_path / "sw"
+    run_sweep(sw, out, jobs=1, progress=False)
+    pts = json.loads((out / "points.json").read_text())
+    (r0, r1) = (pts[0]["run_id"], pts[1]["run_id"])
+    shutil.rmtree(out / "runs" / r1)
+    shutil.copytree(out / "runs" / r0, out / "runs" / r1)
+    df = read_results(out, rebuild=True)
+    assert df.attrs["corrupt"] == [r1] and list(df["trial"]) == [0]
+    again = run_sweep(sw, out, jobs=1, progress=False)
+    assert (again.skipped, again.done) == (1, 1) and [c[0] for c in again.corrupt] == [r1]
+    assert json.loads((out / "runs" / r1 / "meta.json").read_text())["seed"] == pts[1]["seed"]
+    # a run whose record was removed is counted as missing, not silently dropped
+    shutil.rmtree(out / "runs" / r1)
+    assert read_results(out, rebuild=True).attrs["missing"] == [r1]

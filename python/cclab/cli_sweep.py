@@ -172,8 +172,12 @@ def register(app: typer.Typer) -> None:
         except _user_errors() as e:
             raise _fail(str(e)) from None
         for rid in df.attrs.get("corrupt", []):
-            typer.secho(f"warning: run {rid} left out: its record does not match its manifest (corrupt); "
-                        "rerun the sweep to redo it", fg="yellow", err=True)
+            typer.secho(f"warning: run {rid} left out: its record is incomplete, does not match its manifest, or is "
+                        "another run's; rerun the sweep to redo it", fg="yellow", err=True)
+        missing = df.attrs.get("missing", [])
+        if missing:
+            typer.secho(f"note: {len(missing)} run(s) of this sweep have no record yet (not run, or removed); "
+                        "rerun the sweep to complete it", fg="yellow", err=True)
         if df.empty:
             raise _fail(f"{sweep_dir}: no complete runs yet", code=1)
         print_results(df, metric, grouped=not all_trials, csv=csv)

@@ -266,10 +266,11 @@ def _run_locked(sweep: Sweep, store: SweepStore, tasks: list[Task], t0: float, *
         for p in t.points
     ]
     store.check_root()  # again, under the lock
-    store.check_same_sweep(points, {t.run_id: ir_hash(t.ir) for t in tasks if t.ir is not None}, sweep.source)
+    hashes = {t.run_id: ir_hash(t.ir) for t in tasks if t.ir is not None}
+    store.check_same_sweep(points, hashes, sweep.source)
     store.init(sweep.text if sweep.text is not None else sweep.to_toml())
     removed = store.clean_partials()
-    corrupt = store.quarantine_corrupt()
+    corrupt = store.quarantine_corrupt(hashes)
     store.write_points(points)
     complete = store.complete_ids()
     todo = [t for t in tasks if t.run_id not in complete]

@@ -154,14 +154,16 @@ class SweepStore:
                 removed.append(d.name)
         return removed
 
-    def quarantine_corrupt(self) -> list[tuple[str, str, Path]]:
-        """Check every record directory under runs/ (sizes and checksums against its manifest); move
-        each one that is incomplete or corrupt to ``corrupt/<id>-<UTC time>`` so that it is run again.
+    def quarantine_corrupt(self, ir_hashes: Mapping[str, str] | None = None) -> list[tuple[str, str, Path]]:
+        """Check every record directory under runs/ (sizes and checksums against its manifest, and with
+        ``ir_hashes`` — run id → IR hash — that it holds the run its name says); move each one that is
+        incomplete, corrupt or another run's to ``corrupt/<id>-<UTC time>`` so that it is run again.
 
         Only directories holding nothing but record files are touched. Returns
         ``(run id, what is wrong, where it went)`` for each.
         """
         from cclab.record import verify
+        from cclab.resolve import ir_hash
 
         moved: list[tuple[str, str, Path]] = []
         if not self.runs.is_dir():
@@ -171,6 +173,12 @@ class SweepStore:
                     or not _only_record_files(d)):
                 continue
             problem = verify(d)
+            if problem is None and ir_hashes and d.name in ir_hashes:
+                try:
+                    if ir_hash(json.loads((d / "resolved.json").read_text())) != ir_hashes[d.name]:
+                        problem = "it holds the record of another scenario or seed than this run id's"
+                except (OSError, ValueError):
+                    problem = "its resolved.json cannot be read"
             if problem is None:
                 continue
             stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
@@ -339,8 +347,9 @@ class SweepStore:
         path = self.root / name
         if not path.exists() and not path.is_symlink():
             return None
-        expected = f"expected the JSON list cclab sweep writes there; rerun the sweep (cclab sweep … --out {self.root}) " \
-                   "to rewrite it"
+        expected = (f"expected the JSON list cclab sweep writes there; move it aside and rerun the sweep (cclab sweep … "
+                    f"--out {self.root}), which rewrites it and reuses every complete record (it does not replace a "
+                    "file it cannot read)")
         try:
             doc = json.loads(path.read_text())
         except OSError as exc:
@@ -373,18 +382,26 @@ class SweepStore:
 
         summaries: dict[str, dict[str, Any]] = {}
         corrupt: list[str] = []
+        missing: set[str] = set()
         rows = []
         for p in points:
             rid = p["run_id"]
-            if rid in corrupt:
+            if rid in corrupt or rid in missing:
                 continue
             if rid not in summaries:
                 d = self.run_dir(rid)
                 if not is_complete(d):
+                    # a record cut short or whose meta.json was edited is left out with a warning,
+                    # one not (yet) there is counted as missing
+                    (corrupt.append(rid) if d.exists() or d.is_symlink() else missing.add(rid))
                     continue
                 try:
                     if verify(d) is not None:
                         raise ValueError("corrupt")
+                    meta = json.loads((d / "meta.json").read_text())
+                    if p.get("seed") is not None and meta.get("seed") is not None \
+                            and int(meta["seed"]) != int(p["seed"]):
+                        raise ValueError("the record of another run")  # e.g. copied over this one
                     summary = json.loads((d / "summary.json").read_text())
                     if not isinstance(summary, dict):
                         raise ValueError("corrupt")
@@ -407,7 +424,8 @@ class SweepStore:
         if not df.empty:
             _mark_deterministic(df, axis_names)
         df.attrs["axes"] = axis_names
-        df.attrs["corrupt"] = corrupt  # records left out because their files do not match their manifest
+        df.attrs["corrupt"] = corrupt  # records left out: incomplete, not matching their manifest, or another run's
+        df.attrs["missing"] = sorted(missing)  # runs without a record (not run yet, or removed)
         if write:
             from cclab.fsutil import atomic_file
 
