@@ -112,6 +112,23 @@ def test_compare_out_an_existing_file_names_out(rec, tmp_path):
     assert f.read_text() == "keep"
 
 
+def test_compare_replaces_only_its_own_files(rec, tmp_path):
+    # a user's compare.json / compare.png in --out used to be replaced without a word; an empty --out
+    # wrote into the working directory
+    mine = tmp_path / "userdir"
+    mine.mkdir()
+    (mine / "compare.json").write_text('{"my": "notes"}')
+    (mine / "compare.png").write_text("x")
+    one_line_error(runner.invoke(app, ["compare", str(rec), str(rec), "--out", str(mine)]),
+                   "--out", "holds compare.json, which is not from cclab compare; not overwritten")  # fmt: skip
+    assert (mine / "compare.json").read_text() == '{"my": "notes"}' and (mine / "compare.png").read_text() == "x"
+    one_line_error(runner.invoke(app, ["compare", str(rec), str(rec), "--out", ""]), "--out ''", "empty")
+    out = tmp_path / "cmp"
+    for _ in range(2):  # a comparison replaces the one it wrote before
+        ok = runner.invoke(app, ["compare", str(rec), str(rec), "--out", str(out)])
+        assert ok.exit_code == 0, ok.output
+
+
 def test_compare_a_file_is_not_a_run_record_directory(rec, tmp_path):
     f = tmp_path / "notes.txt"
     f.write_text("x")

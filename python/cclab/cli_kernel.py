@@ -200,7 +200,7 @@ def _print_ran_instead(ran: dict[str, Any] | None, console: Any, top: int = 8) -
 def compare_cmd(
     a: Path = typer.Argument(..., metavar="A", help="First run record (e.g. the kernel run).", show_default=False),
     b: Path = typer.Argument(..., metavar="B", help="Second run record of the same scenario (e.g. the sim run).", show_default=False),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write compare.json and the overlaid figures here [default: compare/<A>-vs-<B>]; never into a run record."),
+    out: Optional[str] = typer.Option(None, "--out", "-o", help="Write compare.json and the overlaid figures here [default: compare/<A>-vs-<B>]; never into a run record."),
     svg: bool = typer.Option(False, "--svg", help="Also write SVG figures."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Tables only."),
 ) -> None:
@@ -211,7 +211,8 @@ def compare_cmd(
     from cclab.compare import compare
 
     with user_errors():
-        target = None if no_plot else (out or Path("compare") / f"{a.name}-vs-{b.name}")
+        # a str, not a Path: typer would make an empty --out '.', the working directory
+        target = None if no_plot else (out if out is not None else Path("compare") / f"{a.name}-vs-{b.name}")
         c = compare(a, b, out=target, formats=("png", "svg") if svg else ("png",))
     for note in c.notes:
         err_console.print(f"[bold yellow]note:[/bold yellow] {safe(note)}", soft_wrap=True)

@@ -246,6 +246,8 @@ def check_out(out: str | Path) -> Path:
     """
     from cclab.store import sweep_part
 
+    if str(out) == "":
+        raise RecordError(f"--out '': an empty path; {allowed_out()}")
     out = Path(out)
     allowed = allowed_out()
     if out.is_symlink() and not out.exists() or out.exists() and not out.is_dir():
@@ -257,7 +259,24 @@ def check_out(out: str | Path) -> Path:
     why = sweep_part(out)
     if why is not None:
         raise RecordError(f"--out {out}: {why}; {allowed}")
+    # what compare writes there replaces only an earlier comparison's files, never a user's
+    ours = _is_comparison(out / "compare.json")
+    for name in ("compare.json", "compare.png", "compare.svg", "compare.pdf"):
+        f = out / name
+        if (f.exists() or f.is_symlink()) and not ours:
+            raise RecordError(f"--out {out}: holds {name}, which is not from cclab compare; not overwritten — {allowed}")
     return out
+
+
+def _is_comparison(path: Path) -> bool:
+    """``path`` is a compare.json cclab wrote (a regular file with the keys of :meth:`Comparison.to_dict`)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and {"a", "b", "per_flow", "aggregate", "figures"} <= set(doc)
 
 
 def compare(a_dir: str | Path, b_dir: str | Path, out: str | Path | None = None, formats: tuple[str, ...] = ("png",)) -> Comparison:
