@@ -7,6 +7,8 @@ import json
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from helpers import needs_engine
+
 from cclab import metrics, record
 
 
@@ -116,3 +118,29 @@ def test_refuses_foreign_directory_but_accepts_empty_one(tmp_path, parts):
 def test_read_missing(tmp_path):
     with pytest.raises(record.RecordError, match="no such run directory"):
         record.read_run(tmp_path / "nope")
+
+
+@needs_engine
+def test_lazy_flows_never_come_from_another_record(tmp_path):
+    # flows.parquet is read on first use; a record replaced or removed since read_run used to lend
+    # the new run's rows to the old run's summary and link (or raise a raw FileNotFoundError)
+    import shutil
+
+    import cclab
+
+    def scenario(cca):
+        return {"name": "lazy", "duration": "1s", "link": {"rate": "10Mbps", "buffer": "1bdp"},
+                "flows": [{"cca": cca, "rtt": "20ms"}]}
+
+    out = tmp_path / "r"
+    cclab.run(scenario("cubic"), out=out, plot=False)
+    first = record.read_run(out)
+    assert set(first.flows["cca"]) == {"cubic"}  # read now: fine
+    early = record.read_run(out)
+    cclab.run(scenario("reno"), out=out, plot=False, overwrite=True)
+    with pytest.raises(record.RecordError, match=r"flows\.parquet changed since the record was loaded"):
+        early.flows
+    gone = record.read_run(out)
+    shutil.rmtree(out)
+    with pytest.raises(record.RecordError, match=r"flows\.parquet cannot be read any more"):
+        gone.flows

@@ -181,9 +181,25 @@ def _get_flows(self: Run) -> pd.DataFrame:
     if df is None:
         if self.path is None:
             raise RecordError("this run has no per-flow frame and no record to read it from")
-        df = read_flows(self.path)
+        df = _read_flows_checked(Path(self.path), self.__dict__.get("_flows_sha256"))
         self.__dict__["_flows"] = df
     return df
+
+
+def _read_flows_checked(p: Path, sha256: str | None) -> pd.DataFrame:
+    """flows.parquet, read on first use after :func:`read_run`: the file the record's manifest named then
+    (``sha256``), or :class:`RecordError` — a record replaced or removed since it was loaded must not
+    lend its rows to the other files' run."""
+    import hashlib
+
+    try:
+        data = (p / FLOWS).read_bytes()
+    except OSError as exc:
+        raise RecordError(f"{p}: {FLOWS} cannot be read any more ({exc.strerror or exc}); load the record again") from None
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise RecordError(f"{p}: {FLOWS} changed since the record was loaded (another run written there?); "
+                          "load the record again")
+    return pq.read_table(pa.BufferReader(data)).to_pandas()
 
 
 def _set_flows(self: Run, value: pd.DataFrame | None) -> None:
@@ -233,6 +249,9 @@ def read_run(path: str | Path) -> Run:
         )
         if not isinstance(version, int) or version < 3:
             run.flows = read_flows(p)  # a version-1 record has no checksums: read it now, fail now
+        else:  # flows.parquet is read on first use: as the manifest verified above names it
+            entry = json.loads((p / MANIFEST).read_text()).get("files", {}).get(FLOWS, {})
+            run.__dict__["_flows_sha256"] = entry.get("sha256") if isinstance(entry, dict) else None
         _migrate_summary(run)
         return run
     except (OSError, ValueError, pa.ArrowException) as exc:  # a version-1 record has no checksums to catch this
