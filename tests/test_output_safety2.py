@@ -173,3 +173,17 @@ def test_plot_that_skips_a_figure_asked_for_does_not_exit_0(tmp_path):
     assert sorted(p.name for p in (tmp_path / "figs").iterdir())  # jain was drawn all the same
     ok = CliRunner().invoke(app, ["plot", str(rec), "-k", "jain", "-o", str(tmp_path / "figs2")])
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_records_report_and_figures_take_only_its_own(tmp_path):
+    # `report A --out B/report.html` and `plot A --out B/figures` used to put A's output into record B
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    fixture = Path(__file__).parent / "fixtures" / "run-bbr-cubic"
+    shutil.copytree(fixture, a)
+    shutil.copytree(fixture, b)
+    refused(["report", str(a), "-o", str(b / "report.html")], "--out (-o)", "is the report of the run record")
+    refused(["plot", str(a), "-o", str(b / "figures")], "--out (-o)", "is the figures/ of the run record")
+    assert not (b / "report.html").exists() and not (b / "figures").exists()
+    ok = CliRunner().invoke(app, ["report", str(a), "-o", str(a / "report.html")])
+    assert ok.exit_code == 0, ok.output

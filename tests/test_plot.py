@@ -241,3 +241,23 @@ def test_paper_sizes_and_vector_pdf(staggered, tmp_path):
     a = save_figure(staggered.plot(), tmp_path / "a", ("pdf",))[0].read_bytes()
     b = save_figure(staggered.plot(), tmp_path / "b", ("pdf",))[0].read_bytes()
     assert a == b  # no timestamp: the same figure gives the same bytes
+
+
+def test_save_plot_writes_into_a_record_only_where_the_record_allows(tmp_path):
+    # a cdf saved by default used to land at <record>/cdf.png, after which the record could no
+    # longer be overwritten (a file cclab did not write); explicit paths such as <record>/summary
+    # were taken too
+    import cclab
+    from cclab.record import RecordError
+
+    out = tmp_path / "r"
+    run = cclab.run({"name": "p", "duration": "1s", "link": {"rate": "10Mbps", "buffer": "1bdp"},
+                     "flows": [{"cca": "cubic", "rtt": "20ms"}]}, out=out, plot=False)
+    assert run.save_plot(kind="cdf", metric="rtt") == [out / "figures" / "cdf.png"]
+    assert run.save_plot() == [out / "timeseries.png"]
+    for bad in (out / "summary", out / "sub" / "x"):
+        with pytest.raises(RecordError, match=r"lies in the run record .*expected .*figures"):
+            run.save_plot(bad)
+    assert not (out / "summary.png").exists() and not (out / "sub").exists()
+    cclab.run({"name": "p", "duration": "1s", "link": {"rate": "10Mbps", "buffer": "1bdp"},
+               "flows": [{"cca": "reno", "rtt": "20ms"}]}, out=out, plot=False, overwrite=True)  # still replaceable

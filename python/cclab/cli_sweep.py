@@ -210,7 +210,7 @@ def register(app: typer.Typer) -> None:
         except ValueError:
             bad = next(f for f in fmt or () if f.lower().lstrip(".") not in FIGURE_FORMATS)
             raise _fail(f"--format {bad!r}: expected {', '.join(FIGURE_FORMATS[:-1])} or {FIGURE_FORMATS[-1]}") from None
-        out_dir = _check_plot_out(out) if out is not None else None
+        out_dir = _check_plot_out(out, target) if out is not None else None
         try:
             written, skipped = figures.render_all(target, kinds=kind, out_dir=out_dir, formats=formats, size=size)
         except (figures.FigureError, *_user_errors()) as e:
@@ -304,7 +304,7 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(code)
 
 
-def _check_plot_out(out: str) -> Path:
+def _check_plot_out(out: str, target: Path | None = None) -> Path:
     """The output directory of `cclab plot -o`, or a one-line error: not empty, not a file, not in a run
     record (but its own figures/), not a sweep directory's data."""
     import os
@@ -324,6 +324,9 @@ def _check_plot_out(out: str) -> Path:
         raise _fail(f"--out (-o) {p}: {blocked} is not a directory; {allowed}")
     rec = enclosing_record(p)
     own = rec is not None and Path(os.path.normpath(p.absolute())) == rec / "figures"
+    if own and target is not None and Path(os.path.normpath(Path(target).absolute())) != rec:
+        raise _fail(f"--out (-o) {p}: is the figures/ of the run record {rec}, not of {target}; "
+                    f"{allowed} outside every other run record")
     if rec is not None and not own:
         raise _fail(f"--out (-o) {p}: lies inside the run record {rec}; cclab writes nothing into a run record "
                     f"but its figures/ — {allowed} outside it")

@@ -147,15 +147,18 @@ class Run:
                   kind: str = "timeseries", **options: Any) -> list[Path]:  # fmt: skip
         """Draw :meth:`plot` and save it; returns the files written.
 
-        ``path`` is the file name without suffix (default ``<record>/<kind>``);
-        one file per format (``png``, ``svg``, ``pdf``).
+        ``path`` is the file name without suffix (default ``<record>/timeseries`` for the time-series
+        figure, ``<record>/figures/<kind>`` for the others); one file per format (``png``, ``svg``,
+        ``pdf``). Inside a run record only those places are allowed: anything else there would make
+        the record one cclab can no longer replace (docs/record.md).
         """
         from cclab.plot import save_figure
 
         if path is None:
             if self.path is None:
                 raise RecordError("this run has no record directory; pass save_plot(path=…)")
-            path = self.path / kind
+            path = self.path / kind if kind == "timeseries" else self.path / "figures" / kind
+        _check_figure_path(Path(path))
         fig = self.plot(kind, **options)
         return save_figure(fig, path, formats)
 
@@ -174,6 +177,19 @@ class Run:
                 f"share {_pct(a.get('share'))} (IQR {_pct(a.get('share_iqr'))})"
             )
         return "\n".join(lines)
+
+
+def _check_figure_path(path: Path) -> None:
+    """:class:`RecordError` if ``path`` (a figure's name without suffix) lies in a run record other than as
+    its ``timeseries`` or under its ``figures/``."""
+    rec = enclosing_record(path.parent)
+    if rec is None:
+        return
+    where = Path(os.path.normpath(path.absolute()))
+    if where == rec / "timeseries" or rec / "figures" in where.parents:
+        return
+    raise RecordError(f"{path}: lies in the run record {rec}, which holds only what its run wrote, its "
+                      f"timeseries figure and figures/; expected {rec / 'figures' / path.name} or a path outside it")
 
 
 def _get_flows(self: Run) -> pd.DataFrame:

@@ -77,7 +77,7 @@ def _is_report(path: Path) -> bool:
     return head.startswith(b"<!DOCTYPE html>") and REPORT_MARKER.encode() in tail
 
 
-def check_report_out(out: str | Path, option: str = OUT_OPTION) -> None:
+def check_report_out(out: str | Path, option: str = OUT_OPTION, target: str | Path | None = None) -> None:
     """:class:`FigureError` unless ``out`` is a safe place for a report: not empty, not a directory, not in a
     run record (except the record's own ``report.html``), not a sweep directory's data, and — when it
     exists — a report cclab wrote (which is replaced)."""
@@ -91,6 +91,9 @@ def check_report_out(out: str | Path, option: str = OUT_OPTION) -> None:
         raise figures.FigureError(f"{option} {out}: is a directory; {allowed}, e.g. {out / 'report.html'}")
     rec = enclosing_record(out)
     own = rec is not None and Path(os.path.normpath(out.absolute())) == rec / "report.html"
+    if own and target is not None and Path(os.path.normpath(Path(target).absolute())) != rec:
+        raise figures.FigureError(f"{option} {out}: is the report of the run record {rec}, not of {target}; "
+                                  f"{allowed} outside every other run record")
     if rec is not None and not own:
         raise figures.FigureError(f"{option} {out}: lies inside the run record {rec}; cclab writes nothing into a run "
                           f"record but its report.html — {allowed} outside it")
@@ -121,7 +124,7 @@ def write_report(target: str | Path, out: str | Path | None = None, figures_dir:
         check_report_out(out)
     t = Target(target)
     out = Path(out) if out is not None else t.path / "report.html"
-    check_report_out(out)
+    check_report_out(out, target=t.path)
     body = _sweep_body(t, figures_dir) if t.kind == "sweep" else _run_body(t, figures_dir)
     title = body.pop(0)
     page = (
