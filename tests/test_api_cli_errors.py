@@ -151,3 +151,20 @@ def test_save_plot_checks_every_format_before_writing_and_bin_s_is_a_width(tmp_p
     for bad in (0, -1.0, float("nan"), "1s"):
         with pytest.raises(ValueError, match=r"bin_s: .* is not a bin width; expected a number of seconds > 0"):
             r.plot(bin_s=bad)
+
+
+def test_api_arguments_of_the_wrong_kind_are_named(tmp_path):
+    # seed=True ran as seed 1 (a file's seed = true is refused); out=5 and a NUL byte raised pathlib's
+    # errors without naming `out`; an unknown time-series option was a raw TypeError
+    from cclab.errors import ScenarioError
+    from cclab.figures import FigureError
+
+    with pytest.raises(ScenarioError, match=r"^seed: True is not an integer"):
+        cclab.run(SMALL, plot=False, seed=True)
+    with pytest.raises(TypeError, match=r"^out: 5 is not a path"):
+        cclab.run(SMALL, out=5, plot=False)
+    with pytest.raises(ValueError, match=r"^out: .* contains a NUL byte"):
+        cclab.run(SMALL, out=str(tmp_path / "a\0b"), plot=False)
+    r = cclab.run(SMALL, out=tmp_path / "r", plot=False)
+    with pytest.raises(FigureError, match=r"unknown parameter 'colour'; allowed: .*bin_s"):
+        r.plot("timeseries", colour=1)

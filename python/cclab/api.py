@@ -17,6 +17,7 @@ import importlib.metadata
 import platform
 import re
 import sys
+import os
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -71,6 +72,10 @@ def prepare(scenario: Any, seed: int | None = None) -> tuple[Any, str, dict[str,
         source = str(scenario)
     else:
         raise TypeError(f"scenario must be a path, a cclab.Scenario or a dict, not {type(scenario).__name__}")
+    if isinstance(seed, bool):  # an int to Python, never meant as one (the file refuses seed = true too)
+        from cclab.errors import ScenarioError
+
+        raise ScenarioError("seed", seed, f"{seed!r} is not an integer", "expected an integer from 0 to 2^64 − 1")
     if seed is not None and seed != sc.seed:
         sc = sc.model_copy()
         sc.seed = seed
@@ -154,6 +159,10 @@ def run(
     exceeds :data:`cclab.limits.LIMITS` is refused before it starts unless
     ``allow_large``.
     """
+    if out is not None and not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out: {out!r} is not a path; expected a str or os.PathLike directory name")
+    if out is not None and "\0" in os.fspath(out):
+        raise ValueError(f"out: {os.fspath(out)!r} contains a NUL byte, which no path can hold")
     _sc, toml_text, ir = prepare(scenario, seed)
     if out is not None:
         return run_prepared(ir, toml_text, out, backend=backend, plot=plot, formats=formats, overwrite=overwrite,

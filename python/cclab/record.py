@@ -135,11 +135,19 @@ class Run:
         :meth:`save_plot`, or ``fig.savefig``). ``kind``: ``timeseries`` (the stacked per-run
         figure, :func:`cclab.plot.figure_timeseries`) or any run figure of ``cclab plot --list``;
         ``options`` are that figure's parameters."""
+        from cclab import figures
+
         if kind == "timeseries":
+            import inspect
+
             from cclab.plot import figure_timeseries
 
+            takes = [n for n in inspect.signature(figure_timeseries).parameters if n not in ("flows", "link", "ir")]
+            unknown = [k for k in options if k not in takes]
+            if unknown:  # named with the allowed ones, not a raw TypeError
+                raise figures.FigureError(f"figure 'timeseries': unknown parameter {unknown[0]!r}; "
+                                          f"allowed: {', '.join(takes)}")
             return figure_timeseries(self.flows, self.link, self.ir, **options)
-        from cclab import figures
 
         return figures.draw(figures.Target.of_run(self), kind, **options)
 

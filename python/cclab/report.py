@@ -108,8 +108,9 @@ def check_report_out(out: str | Path, option: str = OUT_OPTION, target: str | Pa
         raise figures.FigureError(f"{option} {out}: exists and is not an HTML report cclab wrote; not overwritten — "
                           f"{allowed}")
     if out.suffix.lower() not in (".html", ".htm"):
-        raise figures.FigureError(f"{option} {out}: the report is an HTML page; {allowed}, e.g. "
-                                  f"{out.with_name(out.name + '.html') if out.suffix == '' else out.with_suffix('.html')}")
+        example = (out.with_name("report.html") if out.name.startswith(".") else
+                   out.with_name(out.name + ".html") if out.suffix == "" else out.with_suffix(".html"))
+        raise figures.FigureError(f"{option} {out}: the report is an HTML page; {allowed}, e.g. {example}")
     blocked = file_in_the_way(out)
     if blocked is not None:
         raise figures.FigureError(f"{option} {out}: {blocked} is not a directory; {allowed} in a directory")
