@@ -138,15 +138,10 @@ class Run:
         from cclab import figures
 
         if kind == "timeseries":
-            import inspect
-
             from cclab.plot import figure_timeseries
 
-            takes = [n for n in inspect.signature(figure_timeseries).parameters if n not in ("flows", "link", "ir")]
-            unknown = [k for k in options if k not in takes]
-            if unknown:  # named with the allowed ones, not a raw TypeError
-                raise figures.FigureError(f"figure 'timeseries': unknown parameter {unknown[0]!r}; "
-                                          f"allowed: {', '.join(takes)}")
+            # an unknown option named with the allowed ones, not a raw TypeError
+            figures.check_known(kind, figure_timeseries, options, ("flows", "link", "ir"))
             return figure_timeseries(self.flows, self.link, self.ir, **options)
 
         return figures.draw(figures.Target.of_run(self), kind, **options)

@@ -190,20 +190,26 @@ def check_spec(spec: dict[str, Any]) -> None:
     """:class:`FigureError` (one line) unless ``spec`` — a ``[[figures]]`` entry — names a known kind and
     only parameters that kind's figure takes, each of a type its annotation allows: checked when a sweep
     file is loaded, before anything runs, not when the figure is drawn."""
-    import inspect
-
     kind = spec.get("kind")
     if not isinstance(kind, str) or kind not in REGISTRY:
         raise FigureError(f"unknown figure kind {kind!r}; known: {', '.join(REGISTRY)}")
     fn = REGISTRY[kind].draw
-    takes = [n for n, p in inspect.signature(fn).parameters.items()
-             if n != "target" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     params = {k: v for k, v in spec.items() if k not in SPEC_KEYS}
+    check_known(kind, fn, params, ("target",), SPEC_KEYS[1:])
+    check_params(kind, fn, params)
+
+
+def check_known(kind: str, fn: Callable[..., Any], params: dict[str, Any], data: tuple[str, ...],
+                also: tuple[str, ...] = ()) -> None:
+    """:class:`FigureError` naming the first of ``params`` that ``fn`` does not take (its ``data``
+    arguments aside), with the ones it does (and ``also``)."""
+    import inspect
+
+    takes = [n for n, p in inspect.signature(fn).parameters.items()
+             if n not in data and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     unknown = [k for k in params if k not in takes]
     if unknown:
-        raise FigureError(f"figure {kind!r}: unknown parameter {unknown[0]!r}; "
-                          f"allowed: {', '.join([*SPEC_KEYS[1:], *takes])}")
-    check_params(kind, fn, params)
+        raise FigureError(f"figure {kind!r}: unknown parameter {unknown[0]!r}; allowed: {', '.join([*also, *takes])}")
 
 
 def check_size(size: str | None, what: str = "figure size") -> None:
