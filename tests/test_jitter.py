@@ -209,3 +209,19 @@ def test_what_the_few_packet_warning_says_a_punctual_host_fits_bursts_a_real_one
 
     assert goodput(punctual) > 4 * goodput(jittered), (goodput(punctual), goodput(jittered))
     assert goodput(jittered) < 0.2 * float(rate.removesuffix("Mbps")) * 1e6
+
+
+def test_a_sweep_warns_once_per_message_from_its_plan_not_from_each_run(tmp_path):
+    from typer.testing import CliRunner
+
+    from cclab.cli import app
+
+    (tmp_path / "base.toml").write_text('name = "few"\nduration = "2s"\n[link]\nrate = "20Mbps"\nbuffer = "2pkts"\n'
+                                        '[[flows]]\ncca = "cubic"\nrtt = "40ms"\n')  # fmt: skip
+    (tmp_path / "s.toml").write_text('base = "base.toml"\ntrials = 2\n[axes]\n"link.buffer" = ["2pkts", "3pkts", "8pkts"]\n')
+    for args in (["--dry-run"], ["--out", str(tmp_path / "out"), "--no-progress", "-j", "1"]):
+        r = CliRunner().invoke(app, ["sweep", str(tmp_path / "s.toml"), *args])
+        assert r.exit_code == 0, r.output
+        lines = [ln for ln in r.output.splitlines() if "full-size packets" in ln]
+        assert len(lines) == 2 and all(ln.startswith("warning: link.buffer: holds ") for ln in lines), r.output
+        assert "ScenarioWarning" not in r.output

@@ -41,7 +41,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
 from cclab.describe import _fmt_ns, _fmt_rate, describe_ir
 from cclab.errors import MAX_FIELD, ScenarioError, clip
 
-__all__ = ["app", "console", "err_console", "fail", "safe", "user_errors"]
+__all__ = ["app", "console", "err_console", "fail", "safe", "scenario_warnings", "user_errors"]
 
 
 class _LazyConsole:
@@ -113,27 +113,35 @@ def safe(text: Any) -> str:
 
 
 @contextlib.contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn the known bad-input exceptions into :func:`fail`, and print scenario warnings
-    (:class:`cclab.errors.ScenarioWarning`) as one ``warning:`` line each."""
+def scenario_warnings() -> Iterator[None]:
+    """Print scenario warnings (:class:`cclab.errors.ScenarioWarning`) as one ``warning:`` line
+    each on stderr, each distinct message once."""
     import warnings
 
     from cclab.errors import ScenarioWarning
 
     shown: set[str] = set()
+    with warnings.catch_warnings():
+        original = warnings.showwarning
+
+        def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
+            if not issubclass(category, ScenarioWarning):
+                original(message, category, *args, **kwargs)
+            elif str(message) not in shown:
+                shown.add(str(message))
+                err_console.print(f"[bold yellow]warning:[/bold yellow] {safe(str(message))}", soft_wrap=True)
+
+        warnings.showwarning = show
+        warnings.simplefilter("always", ScenarioWarning)
+        yield
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn the known bad-input exceptions into :func:`fail`, and print scenario warnings
+    (:class:`cclab.errors.ScenarioWarning`) as one ``warning:`` line each."""
     try:
-        with warnings.catch_warnings():
-            original = warnings.showwarning
-
-            def show(message: Any, category: Any, *args: Any, **kwargs: Any) -> None:
-                if not issubclass(category, ScenarioWarning):
-                    original(message, category, *args, **kwargs)
-                elif str(message) not in shown:
-                    shown.add(str(message))
-                    err_console.print(f"[bold yellow]warning:[/bold yellow] {safe(str(message))}", soft_wrap=True)
-
-            warnings.showwarning = show
-            warnings.simplefilter("always", ScenarioWarning)
+        with scenario_warnings():
             yield
     except Exception as exc:
         if not isinstance(exc, user_error_types()):
@@ -377,6 +385,10 @@ def _dry_run(file: Path, backend: str, seed: Optional[int], allow_large: bool, a
             for k, v in limits.LIMITS.items()))  # fmt: skip
     with user_errors():
         limits.check(ir, backend=backend, allow_large=allow_large)
+        if backend == "sim":
+            from cclab.backends.sim import few_packet_warnings
+
+            few_packet_warnings(ir)  # what the run would warn about
     if not as_json:
         typer.echo("  within the limits; nothing was run" if not est.over(backend)
                    else "  above the limits (allowed by --allow-large); nothing was run")  # fmt: skip

@@ -147,11 +147,14 @@ def register(app: typer.Typer) -> None:
                 validate_quick(sw)
         except _user_errors() as e:
             raise _fail(str(e)) from None
-        if dry_run:
-            raise typer.Exit(dry_run_command(sw, backend, jobs, allow_large))
-        out = out or Path("sweeps") / file.stem
-        raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress,
-                                           allow_large=allow_large))
+        from cclab.cli import scenario_warnings
+
+        with scenario_warnings():
+            if dry_run:
+                raise typer.Exit(dry_run_command(sw, backend, jobs, allow_large))
+            out = out or Path("sweeps") / file.stem
+            raise typer.Exit(run_sweep_command(sw, out, jobs, scheduler, backend, progress=not no_progress,
+                                               allow_large=allow_large))
 
     @app.command("table")
     def table_cmd(

@@ -35,6 +35,7 @@ import re
 import signal
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[
     limits is a :class:`SweepError` naming the point, unless ``allow_large``.
     """
     from cclab import limits
+    from cclab.backends.sim import few_packet_warnings
     from cclab.errors import ScenarioError
     from cclab.sweep import SweepError, describe
 
@@ -92,6 +94,8 @@ def plan(sweep: Sweep, backend: str = "sim", allow_large: bool = False) -> list[
             limits.check(ir, backend=backend, allow_large=allow_large)
         except ScenarioError as e:
             raise SweepError(f"{where}point {describe(p.params)}: {e}") from None
+        if backend == "sim":
+            few_packet_warnings(ir)  # here, once per message, not from every worker's run
         rid = run_id(ir, backend)
         if rid in tasks:
             tasks[rid].points.append(p)
@@ -110,13 +114,16 @@ def execute_run(ir: dict[str, Any], scenario_toml: str, run_dir: str, backend: s
     t0 = time.monotonic()
     try:
         from cclab.api import run_resolved
+        from cclab.errors import ScenarioWarning
         from cclab.record import RecordExistsError
 
         if _already_done(Path(run_dir), ir):
             return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
         kwargs = {"allow_large": True} if allow_large else {}
         try:
-            run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
+            with warnings.catch_warnings():  # `plan` showed the scenario's warnings once already
+                warnings.simplefilter("ignore", ScenarioWarning)
+                run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
         except RecordExistsError:
             if not _already_done(Path(run_dir), ir):
                 raise
