@@ -92,6 +92,28 @@ def test_sweep_leaves_foreign_entries_under_runs_alone(tmp_path, monkeypatch):
     assert outcome.done == 2 and outcome.removed == ["abcdefabcdefabcdefab.tmp-a1b2c3d4"]
 
 
+@pytest.mark.parametrize("kind", ["file", "symlink"])
+def test_a_file_where_a_run_record_goes_is_left_alone_and_the_failure_says_what_to_do(tmp_path, monkeypatch, kind):
+    from cclab.runner import plan, run_sweep
+    from cclab.sweep import sweep_from_dict
+
+    fake_engine.install(monkeypatch)
+    sw = sweep_from_dict({"base": BASE, "axes": {"link.buffer": ["1bdp", "2bdp"]}}, ".")
+    out = tmp_path / "sw"
+    (out / "runs").mkdir(parents=True)
+    rid = plan(sw)[0].run_id
+    if kind == "file":
+        (out / "runs" / rid).write_text("my note")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        (out / "runs" / rid).symlink_to(tmp_path / "elsewhere")
+    outcome = run_sweep(sw, out, jobs=1, progress=False)
+    assert outcome.done == 1 and [f["run_id"] for f in outcome.failures] == [rid]
+    msg = outcome.failures[0]["error"]
+    assert "is in the way (left alone); move it away and rerun the sweep" in msg and "choose another" not in msg
+    assert (out / "runs" / rid).is_symlink() if kind == "symlink" else (out / "runs" / rid).read_text() == "my note"
+
+
 def test_a_second_sweep_in_the_same_directory_is_refused(tmp_path, monkeypatch):
     """The first sweep is a real process; the second (in this process) must refuse, not run beside it."""
     from cclab.cli import app

@@ -125,7 +125,13 @@ def execute_run(ir: dict[str, Any], scenario_toml: str, run_dir: str, backend: s
                 warnings.simplefilter("ignore", ScenarioWarning)
                 run_resolved(ir, scenario_toml, Path(run_dir), backend=backend, **kwargs)
         except RecordExistsError:
-            if not _already_done(Path(run_dir), ir):
+            if _already_done(Path(run_dir), ir):
+                pass
+            elif Path(run_dir).is_symlink() or (Path(run_dir).exists() and not Path(run_dir).is_dir()):
+                # not cclab's (the sweep leaves what it did not write alone): say what to do in a sweep
+                raise RecordExistsError(f"{run_dir}: this run's record goes here, and a file or link that is not "
+                                        "a record is in the way (left alone); move it away and rerun the sweep") from None
+            else:
                 raise
         return {"ok": True, "error": None, "wall_s": time.monotonic() - t0}
     except Exception as e:  # noqa: BLE001 — a run's failure is data; Ctrl-C still stops the sweep

@@ -153,7 +153,6 @@ def few_packet_warnings(ir: dict[str, Any]) -> None:
     import warnings
 
     from cclab.errors import ScenarioWarning
-    from cclab.resolve import link_field
     from cclab.scenario import HEADER_BYTES
 
     links = ir.get("links") or []
@@ -169,6 +168,8 @@ def few_packet_warnings(ir: dict[str, Any]) -> None:
                           if link.get("name") in f.get("path", []) and not str(f["cca"]).startswith("bbr")})
         if not 2 <= held < FEW_PACKETS or not unpaced:
             continue
+        from cclab.resolve import link_field
+
         warnings.warn(ScenarioWarning(
             f"{link_field(ir, link)}.buffer: holds {held} full-size packet{'s' if held != 1 else ''} of {packet} B, "
             f"crossed by unpaced flows ({', '.join(unpaced)}) on punctual hosts: on a drop-tail buffer this small "
