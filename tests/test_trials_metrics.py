@@ -191,6 +191,8 @@ def test_fct_of_a_finite_flow_against_slow_start_and_transfer(tmp_path):
     assert f["ideal_fct_s"] == pytest.approx((10e6 + segs * (wire - mss)) * 8 / rate + rtt / 2)
     assert f["slowdown"] == pytest.approx(f["fct_s"] / f["ideal_fct_s"]) and f["slowdown"] > 1
     assert f["end_s"] == pytest.approx(f["fct_s"] + f["start_s"])
+    # docs/record.md's example: the last segment is as short as the payload left
+    assert cclab.metrics.ideal_fct_s(1, 1e6, 0.02) == pytest.approx(0.010424)
 
 
 def test_delay_distributions_are_per_packet(tmp_path):
@@ -307,6 +309,27 @@ def test_coarser_flow_series_and_summary_only(tmp_path):
     assert len(record.read_run(off.path).flows) == 0 and off.summary["per_flow"][0]["goodput_bps"] > 0
     with pytest.raises(cclab.ScenarioError, match=r"record.flows: '15ms' is not a multiple of sample_interval"):
         resolve(scenario_from_dict(_cubic(record={"flows": "15ms"})))
+
+
+def test_a_per_flow_interval_that_misses_the_window_ends_is_refused_not_summed_wrong(tmp_path):
+    # Before: record.flows = "1s" with the window 1.5–2.5 s summed the samples at 1 and 2 s — the
+    # goodput of a flow starting at 1.8 s came out 2.09 Mbit/s where it is 6.57 (helper-found).
+    sc = _cubic(duration="4s", measure={"from": "1.5s", "to": "2.5s"}, start_offset="0s",
+                flows=[{"cca": "cubic", "rtt": "20ms", "start": "1.8s"}])  # fmt: skip
+    with pytest.raises(cclab.ScenarioError, match=r"record.flows: '1s' does not divide both ends of the measure "
+                       r"window \(1.5s, 2.5s\).*e.g. \"500ms\""):  # fmt: skip
+        resolve(scenario_from_dict({**sc, "record": {"flows": "1s"}}))
+    coarse = cclab.run({**sc, "record": {"flows": "500ms"}}, out=tmp_path / "coarse", plot=False)
+    fine = cclab.run(sc, out=tmp_path / "fine", plot=False)
+    assert coarse.ir["record"]["flows_interval_ns"] == 500_000_000
+    assert coarse.summary["per_flow"][0]["goodput_bps"] == pytest.approx(fine.summary["per_flow"][0]["goodput_bps"],
+                                                                         rel=1e-6)  # fmt: skip
+    assert fine.summary["per_flow"][0]["goodput_bps"] > 5e6
+    # "auto" never picks such an interval: with no exact one inside its row budget it says so
+    many = _cubic(duration="60s", measure={"from": "10ms"}, flows=[{"cca": "cubic", "rtt": "20ms", "count": 1000}])
+    with pytest.raises(cclab.ScenarioError, match=r"record.flows: no per-flow interval of at most 2,000,000 rows "
+                       r"\(1000 flows\) divides both ends of the measure window \(10ms, 60s\)"):  # fmt: skip
+        resolve(scenario_from_dict(many))
 
 
 def _as_version_2(v1: Path, out: Path) -> Path:

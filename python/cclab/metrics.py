@@ -683,8 +683,9 @@ def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[M
 def ideal_fct_s(nbytes: float, rate_bps: float, rtt_s: float, mss: int = 1448, header_bytes: int = 52) -> float:
     """The shortest possible completion time of a transfer of ``nbytes``: every
     segment sent back to back at the bottleneck rate from the flow's start, the
-    last one arriving half a base RTT after it left —
-    ``⌈nbytes/mss⌉ · (mss + header) · 8 / rate + rtt / 2`` (the connection is
+    last one arriving half a base RTT after it left: the transfer's wire bytes,
+    the payload and a header per segment (the last segment is as short as the
+    payload left), ``(nbytes + ⌈nbytes/mss⌉ · header) · 8 / rate + rtt / 2`` (the connection is
     established before the flow starts, docs/ir.md). The denominator of the
     slowdown (pFabric's "normalized FCT", Alizadeh et al., SIGCOMM 2013)."""
     if not (rate_bps > 0) or math.isnan(nbytes):

@@ -621,8 +621,18 @@ def _record_ir(scenario: Scenario, n_flows: int, duration: int, sample: int,
                window: tuple[int, int]) -> dict[str, Any] | None:
     """The IR's ``record`` (None: every flow at every sample, stored — the IR leaves it out)."""
     choice = scenario.record.flows if scenario.record is not None else "auto"
+    ends = ", ".join(units.format_duration(w) for w in window)
     if choice in ("auto", "off"):
         interval = flows_interval_ns(n_flows, duration, sample, window)
+        if any(w % interval for w in window):
+            # the summary's goodput and shares come from the per-flow cumulative counters at the
+            # window's ends: on samples that miss them they would be silently wrong
+            raise ScenarioError("record.flows", choice,
+                                f"no per-flow interval of at most {AUTO_FLOW_ROWS:,} rows ({n_flows} flows) divides both "
+                                f"ends of the measure window ({ends}), and the summary needs samples at both",
+                                "expected a measure window whose ends are multiples of a longer interval (e.g. "
+                                f"\"{units.format_duration(interval)}\"), or record.flows set to a duration that "
+                                "divides them (more rows)")  # fmt: skip
     else:
         interval = units.parse_duration(choice, "record.flows", allow_zero=False)
         if interval % sample or interval > duration:
@@ -631,6 +641,13 @@ def _record_ir(scenario: Scenario, n_flows: int, duration: int, sample: int,
                                 if interval % sample else f"{choice!r} is longer than the run",
                                 f"expected \"auto\", \"off\" or a multiple of sample_interval of at most the duration "
                                 f"(e.g. \"{units.format_duration(sample * 100)}\")")
+        if any(w % interval for w in window):
+            fit = math.gcd(*window, interval)
+            raise ScenarioError("record.flows", choice,
+                                f"{choice!r} does not divide both ends of the measure window ({ends}); the summary's "
+                                "goodput and shares need per-flow samples at both",
+                                f"expected a duration that divides them (e.g. \"{units.format_duration(fit)}\"), or "
+                                "\"auto\"")  # fmt: skip
     stored = choice != "off"
     if interval == sample and stored:
         return None
