@@ -19,7 +19,7 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 
 def _fmt_diff(r: Any, digits: int = 2) -> str:
-    """B − A; shares in percentage points ("+15.00 pp")."""
+    """B − A; of two percentages in percentage points ("+15.00 pp")."""
     if r.diff_unit == "pp" and not math.isnan(r.diff):
         return f"{r.diff:+.{digits}f} pp"
     return _fmt(r.diff, digits)
