@@ -108,3 +108,22 @@ def test_report_renders_in_headless_chromium(sweep_page, tmp_path):
     assert img.shape[:2] == (2400, 1280)
     assert img[..., :3].std() > 0.05
     assert (img[..., :3].mean(axis=2) < 0.5).mean() > 0.005  # some dark pixels: text and lines
+
+
+def test_the_sweep_table_cells_are_table_s_own_a_median_for_a_percentile():
+    # Before: a percentile's cell read "138.9 ± 1.049" under a caption saying "mean ± Student's t",
+    # where it was the median with a bootstrap interval (`cclab table`: "138.9 [138.9, 141] (median, n=3)").
+    import pandas as pd
+
+    from cclab.report import _grouped_table
+    from cclab.store import describe_interval, group_over_trials
+
+    df = pd.DataFrame({"link.buffer": ["4bdp"] * 3, "trial": [0, 1, 2],
+                       "agg.goodput_bps": [9.0e6, 9.5e6, 9.9e6], "agg.queue_delay_ms_p50": [138.936, 138.9, 141.07]})  # fmt: skip
+    df.attrs["axes"] = ["link.buffer"]
+    g = group_over_trials(df, ["agg.goodput_bps", "agg.queue_delay_ms_p50"])
+    html = _grouped_table(g, ["link.buffer"], ["agg.goodput_bps", "agg.queue_delay_ms_p50"])
+    row = g.iloc[0]
+    assert "(median, n=3)" in describe_interval(row, "agg.queue_delay_ms_p50")
+    assert "138.9 [" in html and "(median, n=3)" in html
+    assert "± " in html and "(n=3)" in html  # the goodput: a mean with its interval

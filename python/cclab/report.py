@@ -173,7 +173,9 @@ def _sweep_body(t: Target, figures_dir: str | Path | None) -> list[str]:
     parts.append("<h2>Results</h2>")
     parts.append(
         "<p class=\"sub\">Mean over trials"
-        + (" ± half-width of the 95 % confidence interval (Student's t)" if (grouped["trials"] > 1).any() else "")
+        + (" ± half-width of the 95 % confidence interval (Student's t); percentiles and other order statistics: "
+           "median [95 % bootstrap interval]; as <code>cclab table</code> shows them"
+           if (grouped["trials"] > 1).any() else "")
         + ". Every metric of every run is in <code>results.parquet</code>.</p>"
     )
     parts.append(_grouped_table(grouped, t.axes, metrics))
@@ -192,7 +194,7 @@ def _sweep_body(t: Target, figures_dir: str | Path | None) -> list[str]:
 
 def _grouped_table(g: pd.DataFrame, axes: list[str], metrics: list[str]) -> str:
     from cclab.figures.sweep_figs import metric_label
-    from cclab.store import describe_trials
+    from cclab.store import describe_interval, describe_trials
 
     head = "".join(f"<th class=l>{_e(a)}</th>" for a in axes) + "<th>trials</th>"
     scales = {m: metric_label(m) for m in metrics}
@@ -200,13 +202,8 @@ def _grouped_table(g: pd.DataFrame, axes: list[str], metrics: list[str]) -> str:
     rows = []
     for _, r in g.iterrows():
         cells = "".join(f"<td class=l>{_e(_display(r[a]))}</td>" for a in axes) + f"<td>{_e(describe_trials(r))}</td>"
-        for m in metrics:
-            scale = scales[m][1]
-            v = _fmt(r[m] * scale if _finite(r[m]) else r[m])
-            ci = r.get(f"{m}.ci95")
-            if _finite(ci) and abs(ci) > 1e-9 * max(1.0, abs(r[m]) if _finite(r[m]) else 1.0):
-                v += f" ± {_fmt(ci * scale)}"
-            cells += f"<td>{v}</td>"
+        for m in metrics:  # the same cell as `cclab table`'s: mean ± CI, or median [interval]
+            cells += f"<td>{_e(describe_interval(r, m, fmt=_fmt, scale=scales[m][1]))}</td>"
         rows.append(f"<tr>{cells}</tr>")
     return f"<div class=scroll><table><tr>{head}</tr>{''.join(rows)}</table></div>"
 
