@@ -63,7 +63,7 @@ def test_box_plots_over_trials(fx, tmp_path):
     t = Target(fx("buffer"))
     fig = draw(t, "box", x="link.buffer", y="agg.loss_rate")
     ax = fig.axes[0]
-    assert ax.get_ylabel() == "loss rate at the bottleneck (%)" and ax.get_xlabel() == "buffer"
+    assert ax.get_ylabel() == "loss rate (%)" and ax.get_xlabel() == "buffer"
     assert [tk.get_text() for tk in ax.get_xticklabels()][:2] == ["0.25bdp", "0.5bdp"]
     assert [tx.get_text() for tx in ax.get_legend().get_texts()] == ["bbr", "bbr_shallow"]
     ((_, _, paths),) = list(render(t, [{"kind": "box", "x": "link.buffer", "y": "agg.loss_rate"}], tmp_path))
@@ -133,7 +133,7 @@ def test_metric_vs_buffer_with_trial_iqr_band(fx, tmp_path):
     t = Target(fx("buffer"))
     fig = draw(t, "line", x="link.buffer", y="agg.loss_rate")
     assert "interquartile range over trials" in fig.get_suptitle()
-    assert fig.axes[0].get_ylabel() == "loss rate at the bottleneck (%)"
+    assert fig.axes[0].get_ylabel() == "loss rate (%)"
     ((_, _, paths),) = list(render(t, [{"kind": "line", "x": "link.buffer", "y": "agg.utilization"}], tmp_path))
     check_files(paths)
 
@@ -310,3 +310,26 @@ def test_plot_cli_says_what_is_wrong_once(run_record, record_parts, tmp_path):
         assert r.exit_code == 2 and "manifest.json is missing" in r.output, (cmd, r.output)
     with pytest.raises(FigureError, match="nor a run record"):
         Target(tmp_path / "empty-dir-that-is-not-there")
+
+
+@pytest.mark.parametrize(
+    ("column", "label", "scale"),
+    [
+        # before: these printed as bare fractions or bit/s, and every link's loss as "at the bottleneck"
+        ("per_link.link.goodput_utilization", "link:link goodput utilization (%)", 100.0),
+        ("per_link.core.loss_rate", "link:core loss rate (%)", 100.0),
+        ("cubic.state_time.probe_bw", "cubic time in probe_bw (%)", 100.0),
+        ("agg.mark_rate", "CE mark rate (%)", 100.0),
+        ("flow1.goodput_window_bps", "flow1 goodput window (Mbit/s)", 1e-6),
+        ("per_link.link.throughput_bps", "link:link throughput (Mbit/s)", 1e-6),
+        ("agg.drops.overflow", "drops (overflow) (packets)", 1.0),
+        ("agg.fct_s_p99", "fct p99 (s)", 1.0),
+        ("flow0.delivered_bytes", "flow0 delivered (KB)", 1e-3),
+        ("agg.goodput_bps", "goodput (Mbit/s)", 1e-6),
+        ("agg.queue_delay_ms_p50", "queueing delay p50 (ms)", 1.0),
+    ],
+)
+def test_every_results_column_gets_its_unit(column, label, scale):
+    from cclab.figures.sweep_figs import metric_label
+
+    assert metric_label(column) == (label, scale)

@@ -21,31 +21,69 @@ from cclab.plot import color_for
 _PERCENT = ("utilization", "link_utilization", "share", "loss_rate", "retrans_rate")
 
 
+#: Summary metrics that are fractions of a whole (stored 0–1, shown in %).
+_FRACTIONS = frozenset({"utilization", "link_utilization", "goodput_utilization", "share", "loss_rate", "retrans_rate",
+                        "mark_rate"})  # fmt: skip
+_PRETTY = {
+    "goodput_bps": ("goodput", "Mbit/s", 1e-6),
+    "utilization": ("utilization", "%", 100.0),
+    "link_utilization": ("link utilization", "%", 100.0),
+    "goodput_utilization": ("goodput utilization", "%", 100.0),
+    "share": ("share of goodput", "%", 100.0),
+    "loss_rate": ("loss rate", "%", 100.0),
+    "retrans_rate": ("retransmission rate", "%", 100.0),
+    "mark_rate": ("CE mark rate", "%", 100.0),
+    "retrans_segs": ("retransmitted segments", "", 1.0),
+    "queue_delay_ms": ("queueing delay", "ms", 1.0),
+    "rtt_ms": ("RTT", "ms", 1.0),
+    "queue_bytes": ("queue", "KB", 1e-3),
+    "cwnd_bytes": ("cwnd", "KB", 1e-3),
+    "jain": ("Jain's fairness index", "", 1.0),
+    "drops_total": ("drops", "packets", 1.0),
+    "slowdown": ("slowdown", "", 1.0),
+}
+#: Unit suffixes of the summary's keys (docs/record.md): (suffix, unit, factor to the shown value).
+_SUFFIX_UNITS = (("_bps", "Mbit/s", 1e-6), ("_bytes", "KB", 1e-3), ("_ms", "ms", 1.0), ("_s", "s", 1.0),
+                 ("_segs", "segments", 1.0), ("_packets", "packets", 1.0))  # fmt: skip
+
+
 def metric_label(column: str) -> tuple[str, float]:
-    """Axis label (with unit) and the factor from the stored value to the shown one."""
+    """Axis or column label (with unit) and the factor from the stored value to the shown one, for
+    any column of a results table (``agg.goodput_bps``, ``flow1.goodput_window_bps``,
+    ``per_link.core.loss_rate``, ``cubic.state_time.probe_bw``, ``agg.drops.overflow`` …) or key of
+    a summary: rates in Mbit/s, fractions in %, bytes in KB, times in ms or s (docs/record.md)."""
     owner, _, m = column.rpartition(".")
-    who = {"agg": ""}.get(owner, owner)
+
+    def short(o: str) -> str:  # the owner as one word: "" (aggregate), flow1, cubic, link:core
+        if o.startswith("per_link."):
+            return "link:" + o[len("per_link.") :]
+        return o[len("agg.") :] if o.startswith("agg.") else {"agg": ""}.get(o, o)
+
+    if owner == "drops" or owner.endswith(".drops"):  # drops by cause
+        who = short(owner[: -len(".drops")]) if "." in owner else ""
+        return " ".join(s for s in (who, f"drops ({m}) (packets)") if s), 1.0
+    if owner == "state_time" or owner.endswith(".state_time"):  # a BBR state's fraction of the time
+        who = short(owner[: -len(".state_time")]) if "." in owner else ""
+        return " ".join(s for s in (who, f"time in {m} (%)") if s), 100.0
+    who = short(owner)
     base = m
-    for q in ("_p25", "_p50", "_p75", "_iqr", "_mean", "_p95", "_p99"):
+    for q in ("_p25", "_p50", "_p75", "_iqr", "_mean", "_min", "_max", "_p95", "_p99"):
         if m.endswith(q) and m[: -len(q)]:
             base = m[: -len(q)]
+            break
     stat = m[len(base) :].lstrip("_").replace("mean", "mean ").strip()
-    pretty = {
-        "goodput_bps": ("goodput", "Mbit/s", 1e-6),
-        "utilization": ("utilization", "%", 100.0),
-        "link_utilization": ("link utilization", "%", 100.0),
-        "share": ("share of goodput", "%", 100.0),
-        "loss_rate": ("loss rate at the bottleneck", "%", 100.0),
-        "retrans_rate": ("retransmission rate", "%", 100.0),
-        "retrans_segs": ("retransmitted segments", "", 1.0),
-        "queue_delay_ms": ("queueing delay", "ms", 1.0),
-        "rtt_ms": ("RTT", "ms", 1.0),
-        "queue_bytes": ("queue", "KB", 1e-3),
-        "cwnd_bytes": ("cwnd", "KB", 1e-3),
-        "jain": ("Jain's fairness index", "", 1.0),
-        "drops_total": ("drops", "packets", 1.0),
-    }
-    name, unit, scale = pretty.get(base, (base.replace("_", " "), "", 1.0))
+    if base in _PRETTY:
+        name, unit, scale = _PRETTY[base]
+    elif base.startswith("jain_") and not base.endswith("_s"):  # jain_1s, jain_rtt: the time-resolved index
+        name, unit, scale = "Jain's index per " + base[len("jain_"):].replace("_", " "), "", 1.0
+    else:
+        name, unit, scale = base.replace("_", " "), "", 1.0
+        for suffix, u, f in _SUFFIX_UNITS:
+            if base.endswith(suffix) and len(base) > len(suffix):
+                name, unit, scale = base[: -len(suffix)].replace("_", " "), u, f
+                break
+        if base in _FRACTIONS:
+            unit, scale = "%", 100.0
     text = " ".join(s for s in (who, name, stat) if s)
     return (f"{text} ({unit})" if unit else text), scale
 
