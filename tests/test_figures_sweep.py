@@ -333,3 +333,34 @@ def test_every_results_column_gets_its_unit(column, label, scale):
     from cclab.figures.sweep_figs import metric_label
 
     assert metric_label(column) == (label, scale)
+
+
+def test_the_period_figure_says_what_the_summary_says(fx):
+    # Before: the figure tested the raw 10 ms shares (title "20.5 s, p = 1.7e-27" beside a summary of
+    # 21.0 s, p = 1.85e-7), and its lags assumed one sample per sample_interval (these records keep
+    # the flows every 100 ms).
+    from cclab import metrics
+
+    t = Target(fx("records"))
+    for point in (0, 1):
+        run = t.run(point)
+        fig = draw(t, "period", point=point)
+        alg = fig.get_suptitle().split(": ", 1)[1].split(" share", 1)[0]
+        entry = metrics.summary(run.flows, run.link, run.ir)["per_algorithm"][alg]
+        assert fig.cclab_period_s == entry["share_period_s"]
+        assert fig.cclab_period.p_value == pytest.approx(entry["share_period_p"], rel=1e-4)  # float32 sums
+        assert fig.get_axes()[1].get_lines()[0].get_xdata()[1] == pytest.approx(1.0)  # lags in 1 s bins
+
+
+def test_the_jain_figure_draws_the_summary_s_series(fx):
+    # Before: a moving mean of the per-sample index, ~0.78 where the summary's jain_1s_mean said 0.90–0.96.
+    from cclab import metrics
+
+    t = Target(fx("records"))
+    run = t.run(0)
+    line = draw(t, "jain").axes[0].get_lines()[0]  # the first point's run
+    want = metrics.jain_over_time(run.flows, run.ir, 1.0, window=False)
+    assert list(line.get_xdata()) == pytest.approx(list(want.index))
+    assert list(line.get_ydata()) == pytest.approx(list(want.to_numpy()))
+    window = want[(want.index > run.summary["window"]["from_s"]) & (want.index <= run.summary["window"]["to_s"])]
+    assert window.mean() == pytest.approx(metrics.summary(run.flows, run.link, run.ir)["aggregate"]["jain_1s_mean"])
