@@ -364,3 +364,12 @@ def test_the_jain_figure_draws_the_summary_s_series(fx):
     assert list(line.get_ydata()) == pytest.approx(list(want.to_numpy()))
     window = want[(want.index > run.summary["window"]["from_s"]) & (want.index <= run.summary["window"]["to_s"])]
     assert window.mean() == pytest.approx(metrics.summary(run.flows, run.link, run.ir)["aggregate"]["jain_1s_mean"])
+
+
+@pytest.mark.parametrize(("values", "log2"), [(["0.5bdp", "4bdp"], True), (["1bdp", "2bdp"], False),
+                                              (["0.25bdp", "1bdp", "8bdp"], True)])  # fmt: skip
+def test_a_buffer_axis_spanning_x4_is_log2_with_two_values_too(values, log2):
+    from cclab.figures.axes import axis_values
+
+    ax = axis_values("link.buffer", values)
+    assert bool(ax.log) is log2 and (ax.base == 2 if log2 else True)

@@ -73,7 +73,7 @@ def axis_values(name: str, values: Sequence[Any]) -> AxisValues:
     except (ScenarioError, ValueError, TypeError):
         return AxisValues(name, base, labels, None)
     label = f"{base} ({unit})" if unit else base
-    if leaf == "buffer" and len(nums) >= 3 and min(nums) > 0 and max(nums) / min(nums) >= 4:
+    if leaf == "buffer" and len(nums) >= 2 and min(nums) > 0 and max(nums) / min(nums) >= 4:
         return AxisValues(name, label, labels, nums, True, 2)  # buffers double from point to point: log2
     return AxisValues(name, label, labels, nums, log)
 
