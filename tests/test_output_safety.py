@@ -439,3 +439,34 @@ def test_table_refuses_each_metric_pattern_that_matches_nothing(fake, tmp_path):
                           "-m nosuch: no metric matches")  # fmt: skip
     assert "agg.goodput_bps" in line  # among the available ones
     assert runner.invoke(app, ["table", str(out), "-m", "agg.goodput_bps"]).exit_code == 0
+
+
+def test_the_compare_figure_draws_each_flow_only_while_active_and_in_bins(tmp_path, monkeypatch):
+    # Before: a flow stopped at 4 s kept a flat RTT line to the end, one starting late had a cwnd of 0
+    # before it, and goodput was raw 10 ms samples (240 Mbit/s on a 30 Mbit/s link).
+    import cclab
+    from cclab import compare as cmp
+
+    sc = {"name": "cmp-fig", "duration": "6s", "start_offset": "0s", "link": {"rate": "30Mbps", "buffer": "1bdp"},
+          "flows": [{"cca": "cubic", "rtt": "20ms", "stop": "2s"}, {"cca": "reno", "rtt": "20ms", "start": "3s"}]}  # fmt: skip
+    a = cclab.run(sc, out=tmp_path / "a", plot=False)
+    b = cclab.run({**sc, "seed": 2}, out=tmp_path / "b", plot=False)
+    drawn = {}
+    import matplotlib.axes
+
+    original = matplotlib.axes.Axes.plot
+
+    def spy(self, x, y, *args, **kw):
+        drawn.setdefault((self.get_ylabel() or "?", kw.get("label")), []).append((list(x), list(y)))
+        return original(self, x, y, *args, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    cmp.plot_comparison(cmp.compare_runs(record.read_run(a.path), record.read_run(b.path)), tmp_path / "fig")
+    assert (tmp_path / "fig.png").stat().st_size > 0
+    flow0 = [xy for (_, lab), xys in drawn.items() if lab and lab.startswith("flow 0") for xy in xys]
+    flow1 = [xy for (_, lab), xys in drawn.items() if lab and lab.startswith("flow 1") for xy in xys]
+    assert flow0 and flow1
+    assert all(max(x) <= 2.0 + 0.1 for x, _ in flow0)  # stopped at 2 s: nothing drawn after its last bin
+    assert all(min(x) >= 3.0 - 0.1 for x, _ in flow1)  # started at 3 s: nothing before
+    _, goodput = flow0[0]  # the first panel: goodput in Mbit/s; bin means stay near the 30 Mbit/s link
+    assert max(goodput) <= 40

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cclab import record
@@ -313,6 +314,16 @@ def plot_comparison(c: Comparison, path: str | Path, formats: tuple[str, ...] = 
         ("link", "queue_delay_ms", 1.0, "queue delay (ms)"),
         ("link", "queue_bytes", 1e-3, "queue (KB)"),
     ]
+    from cclab.plot import auto_bin_s, bin_series
+
+    # As the run's own figure (cclab.plot): means over bins (a 10 ms sample of in-order delivery
+    # is a burst, not a rate), and a flow drawn only while it is active (the record's `active`).
+    def interval_s(run: Run) -> float:
+        ns = (run.ir.get("record") or {}).get("flows_interval_ns") or run.ir.get("sample_interval_ns") or 10_000_000
+        return int(ns) / 1e9
+
+    duration_s = max(float(r.link["time_s"].max()) if len(r.link) else 0.0 for r in (c.a, c.b))
+    bin_s = max(auto_bin_s(duration_s, interval_s(r)) for r in (c.a, c.b))
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 2.1 * len(panels)), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (table, col, scale, ylabel) in zip(axes, panels):
@@ -321,18 +332,26 @@ def plot_comparison(c: Comparison, path: str | Path, formats: tuple[str, ...] = 
             if col not in df:
                 continue
             if table == "flows":
-                for i, (fid, g) in enumerate(df.groupby("flow_id")):
-                    ax.plot(g["time_s"], g[col] * scale, style, color=colors[i % len(colors)], lw=1,
-                            label=f"flow {fid} ({g['cca'].iloc[0]}) {c.label(which)}")  # fmt: skip
+                values = df[col].to_numpy(dtype=float)
+                if "active" in df:
+                    values = np.where(df["active"].to_numpy(dtype=bool), values, np.nan)
+                binned = bin_series(df["time_s"].to_numpy(), values, bin_s, keys=df["flow_id"].to_numpy())
+                ccas = df.groupby("flow_id")["cca"].first()
+                for i, fid in enumerate(ccas.index):
+                    g = binned[binned["key"] == fid]
+                    ax.plot(g["t"], g["mean"] * scale, style, color=colors[i % len(colors)], lw=1,
+                            label=f"flow {fid} ({ccas[fid]}) {c.label(which)}")  # fmt: skip
             else:
-                ax.plot(df["time_s"], df[col] * scale, style, color="k" if which == "a" else "tab:gray", lw=1, label=c.label(which))
+                g = bin_series(df["time_s"].to_numpy(), df[col].to_numpy(dtype=float), bin_s)
+                ax.plot(g["t"], g["mean"] * scale, style, color="k" if which == "a" else "tab:gray", lw=1,
+                        label=c.label(which))  # fmt: skip
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncol=2, loc="best")
     axes[-2].legend(fontsize=7, loc="best")
     axes[-1].set_xlabel("time (s)")
-    fig.suptitle(printable(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed)"), fontsize=10,
-                 parse_math=False)
+    fig.suptitle(printable(f"{c.a.name}: {c.label('a')} (solid) vs {c.label('b')} (dashed); means over {bin_s:g} s "
+                           "bins, each flow while active"), fontsize=10, parse_math=False)  # fmt: skip
     fig.tight_layout()
     files = []
     for fmt in formats:
