@@ -427,3 +427,46 @@ def test_a_backend_sampling_every_flow_at_every_sample_is_thinned_to_the_record_
     assert len(thin) == len(own) == 2 * 100
     cols = ["time_s", "flow_id", "goodput_bps", "throughput_bps", "send_rate_bps", "retrans_segs", "cwnd_bytes"]
     pd.testing.assert_frame_equal(thin[cols], own[cols])
+
+
+def test_a_rate_step_at_a_sample_does_not_give_that_sample_the_new_capacity(tmp_path):
+    # Before: the sample (0.9, 1.0] of a 100 → 10 Mbit/s step at 1.0 s was costed at 10 Mbit/s:
+    # utilization 9.996 in that row, 1.18 over the window (helper-found).
+    sc = {"name": "step", "duration": "2s", "sample_interval": "100ms", "measure": {"from": "0.5s", "to": "1s"},
+          "start_offset": 0, "link": {"rate": "100Mbps", "buffer": "100pkts", "schedule": [{"at": "1s", "rate": "10Mbps"}]},
+          "flows": [{"cca": "cubic", "rtt": "20ms"}]}  # fmt: skip
+    r = cclab.run(sc, out=tmp_path / "r", plot=False)
+    link = r.link.set_index("time_s")
+    assert link.loc[1.0, "capacity_bps"] == 100e6 and link.loc[1.1, "capacity_bps"] == 10e6
+    # a row holds whole packets (one 1500-byte packet is 1.2 % of 100 ms at 10 Mbit/s): at most that over
+    assert (r.link["utilization"].dropna() <= 1.0 + 1500 * 8 / (10e6 * 0.1)).all()
+    assert 0.9 < r.summary["aggregate"]["utilization"] <= 1.0
+    mid = cclab.run({**sc, "link": {**sc["link"], "schedule": [{"at": "1.05s", "rate": "10Mbps"}]}},
+                    out=tmp_path / "m", plot=False).link.set_index("time_s")  # fmt: skip
+    assert mid.loc[1.1, "capacity_bps"] == pytest.approx(55e6)  # half the interval at each rate
+
+
+def test_ideal_fct_uses_the_data_path_s_one_way_delay(tmp_path):
+    # Before: "+ RTT/2" on a topology whose data path has 0 ms and the ACK path 20 ms gave an
+    # ideal of 0.022 s against an FCT of 0.012 s: slowdown 0.545 (helper-found).
+    sc = {"name": "fct-asym", "duration": "2s", "start_offset": 0,
+          "links": {"fwd": {"from": "l", "to": "r", "rate": "10Mbps", "delay": "0ms", "buffer": "50pkts"},
+                    "back": {"from": "r", "to": "l", "rate": "10Mbps", "delay": "20ms", "buffer": "50pkts"}},
+          "flows": [{"cca": "cubic", "path": ["fwd"], "ack_path": ["back"], "bytes": "14480B"}]}  # fmt: skip
+    r = cclab.run(sc, out=tmp_path / "r", plot=False)
+    f = r.summary["per_flow"][0]
+    assert metrics.forward_delay_ns(r.ir, r.ir["flows"][0]) == 0
+    assert f["ideal_fct_s"] == pytest.approx(10 * 1500 * 8 / 10e6) and f["slowdown"] >= 1 - 1e-9
+    one = {"name": "one", "duration": "1s", "link": {"rate": "10Mbps", "delay": "3ms"}, "flows": [{"cca": "cubic", "rtt": "40ms"}]}
+    ir = resolve(scenario_from_dict(one))
+    assert metrics.forward_delay_ns(ir, ir["flows"][0]) == 20_000_000  # one link: half the RTT
+
+
+def test_a_finite_flow_completing_in_the_run_s_last_moments_has_ended(tmp_path):
+    # Before: completed at 1.9012 s in a 2 s run, before its sender heard the last ACK: end_s null,
+    # so active_s 0.2 instead of 0.1012 and its goodput halved (helper-found).
+    sc = {"name": "late", "duration": "2s", "start_offset": 0, "link": {"rate": "10Mbps", "buffer": "50pkts"},
+          "flows": [{"cca": "cubic", "rtt": "200ms", "start": "1.8s", "bytes": "1448B"}]}  # fmt: skip
+    f = cclab.run(sc, out=tmp_path / "r", plot=False).summary["per_flow"][0]
+    assert f["end_s"] == pytest.approx(1.8 + f["fct_s"]) and f["active_s"] == pytest.approx(f["fct_s"])
+    assert f["goodput_bps"] == pytest.approx(1448 * 8 / f["fct_s"])

@@ -632,7 +632,8 @@ def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[M
     whose application stopped and whose data drained) ends when its receiver
     got the last new data: exact from the engine (``flow_info[i]["end_ns"]``),
     otherwise the end of the last sample in which the record marks it active;
-    NaN for a flow still running at the end of the run; ``completion_s`` —
+    a finite flow that completed ends at its completion at the latest; NaN for
+    a flow still running at the end of the run; ``completion_s`` —
     for a finite flow (``bytes``), when the receiver had every byte (engine:
     exact; otherwise the first sample at which its cumulative goodput reached
     ``bytes``, to the sample interval); NaN when unfinished or not finite.
@@ -676,23 +677,49 @@ def flow_times(flows: pd.DataFrame, ir: Mapping[str, Any], flow_info: Sequence[M
             first_hit = pd.Series(t[order][rows]).groupby(k[rows]).min()
             hit[first_hit.index.to_numpy()] = first_hit.to_numpy()
         completion = np.where(need, hit, completion)
+    # A finite flow that completed has ended then, also when the run stopped before its sender
+    # heard the last ACK (within the last one-way delay of the run: the engine's end is the
+    # sender's, and was missing there, making active_s and goodput wrong).
+    end = np.where(np.isnan(end) & ~np.isnan(completion), completion, end)
     return pd.DataFrame({"flow_id": [int(f["id"]) for f in ir["flows"]], "start_s": start, "end_s": end,
                          "completion_s": completion})
 
 
-def ideal_fct_s(nbytes: float, rate_bps: float, rtt_s: float, mss: int = 1448, header_bytes: int = 52) -> float:
+def ideal_fct_s(nbytes: float, rate_bps: float, rtt_s: float, mss: int = 1448, header_bytes: int = 52, *,
+                one_way_s: float | None = None) -> float:
     """The shortest possible completion time of a transfer of ``nbytes``: every
     segment sent back to back at the bottleneck rate from the flow's start, the
-    last one arriving half a base RTT after it left: the transfer's wire bytes,
+    last one arriving one one-way propagation delay after it left: the transfer's wire bytes,
     the payload and a header per segment (the last segment is as short as the
-    payload left), ``(nbytes + ⌈nbytes/mss⌉ · header) · 8 / rate + rtt / 2`` (the connection is
-    established before the flow starts, docs/ir.md). The denominator of the
-    slowdown (pFabric's "normalized FCT", Alizadeh et al., SIGCOMM 2013)."""
+    payload left), ``(nbytes + ⌈nbytes/mss⌉ · header) · 8 / rate + one-way delay`` (the connection is
+    established before the flow starts, docs/ir.md). The one-way delay is ``one_way_s`` when
+    given (a topology's data path: :func:`forward_delay_ns`), else half the RTT (one link). The
+    denominator of the slowdown (pFabric's "normalized FCT", Alizadeh et al., SIGCOMM 2013)."""
     if not (rate_bps > 0) or math.isnan(nbytes):
         return math.nan
     segments = math.ceil(nbytes / mss)
     wire = nbytes + segments * header_bytes
-    return wire * 8.0 / rate_bps + rtt_s / 2.0
+    return wire * 8.0 / rate_bps + (rtt_s / 2.0 if one_way_s is None else one_way_s)
+
+
+def forward_delay_ns(ir: Mapping[str, Any], flow: Mapping[str, Any]) -> int:
+    """The one-way propagation delay of a flow's data, sender to receiver: the delays of its data
+    path's links plus the part of its extra delay placed before the first of them — the IR's rule
+    (``split_extra_delay``, crates/cclab-netmodel/src/ir.rs): the forward direction as close to half
+    the RTT, rounded down, as the forward links allow, the rest of the extra delay on the return.
+    One link with an uncongested return: RTT/2. A topology whose data path is shorter than its ACK
+    path: less (a path of 0 ms forward and 20 ms back has 0 ms)."""
+    links = {str(x["name"]): x for x in ir.get("links") or []}
+    if not links and ir.get("link"):
+        links = {"link": ir["link"]}
+    path = list(flow.get("path") or list(links)[:1])
+    fwd = sum(int(links[p].get("delay_ns") or 0) for p in path if p in links)
+    back = sum(int(links[p].get("delay_ns") or 0) for p in flow.get("ack_path") or [] if p in links)
+    rtt = int(flow["rtt_ns"])
+    extra = rtt - fwd - back
+    if extra < 0:
+        return fwd
+    return fwd + min(max(rtt // 2 - fwd, 0), extra)
 
 
 def _initial_rate_bps(ir: Mapping[str, Any], link: Mapping[str, Any] | None = None) -> float:
@@ -1131,13 +1158,14 @@ def summary(
     offsets = np.array([int(f.get("start_offset_ns") or 0) for f in ir["flows"]], dtype=float) / _NS_PER_S
     nbytes = np.array([math.nan if f.get("bytes") is None else float(f["bytes"]) for f in ir["flows"]])
     rtt_s = np.array([int(f["rtt_ns"]) for f in ir["flows"]], dtype=float) / _NS_PER_S
+    one_way_s = np.array([forward_delay_ns(ir, f) for f in ir["flows"]], dtype=float) / _NS_PER_S
     # each flow's slowest link at 0 s (one link: its rate)
     by_name = {str(x["name"]): x for x in ir.get("links") or []}
     rate0 = np.array([min((_initial_rate_bps(ir, by_name[p]) for p in f.get("path", []) if p in by_name),
                           default=_initial_rate_bps(ir)) for f in ir["flows"]], dtype=float)  # fmt: skip
     fct = done_s - start_s
     with np.errstate(divide="ignore", invalid="ignore"):  # ideal_fct_s over all flows at once
-        ideal = np.where(rate0 > 0, (nbytes + np.ceil(nbytes / mss) * header) * 8.0 / rate0 + rtt_s / 2.0, np.nan)
+        ideal = np.where(rate0 > 0, (nbytes + np.ceil(nbytes / mss) * header) * 8.0 / rate0 + one_way_s, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = fct / ideal
     conv = convergence_times(flows, ir, _r=rows)
@@ -1203,7 +1231,7 @@ def summary(
     }
     per_flow_df = pd.DataFrame(per_flow_cols)
     finite = ~np.isnan(nbytes)
-    per_flow_df.loc[~finite, ["bytes", "fct_s", "ideal_fct_s", "slowdown"]] = np.nan
+    per_flow_df.loc[~finite, ["bytes", "fct_s", "forward_delay_ns", "ideal_fct_s", "slowdown"]] = np.nan
     per_flow = _records(per_flow_df)
 
     # -- per algorithm

@@ -32,6 +32,27 @@ impl RateSteps {
         self.steps[self.index_at(t)].1
     }
 
+    /// Mean rate over `[t0, t1)` in bit/s (the rate of the interval `(t0, t1]` a sample at `t1`
+    /// describes): time-weighted over the steps in it; exactly the step's rate when none
+    /// begins inside it; the rate at `t1` for an empty interval.
+    pub fn mean_bps(&self, t0: Ns, t1: Ns) -> f64 {
+        if t1 <= t0 {
+            return self.rate_at(t1) as f64;
+        }
+        let mut i = self.index_at(t0);
+        if self.steps.get(i + 1).map_or(true, |s| s.0 >= t1) {
+            return self.steps[i].1 as f64;
+        }
+        let (mut t, mut bits) = (t0, 0u128);
+        while t < t1 {
+            let end = self.steps.get(i + 1).map_or(t1, |s| s.0.min(t1));
+            bits += self.steps[i].1 as u128 * (end - t) as u128;
+            t = end;
+            i += 1;
+        }
+        bits as f64 / (t1 - t0) as f64
+    }
+
     /// The first time ≥ `t` at which the rate is positive (None: never again).
     pub fn next_positive(&self, t: Ns) -> Option<Ns> {
         let i = self.index_at(t);
@@ -137,12 +158,13 @@ pub enum Capacity {
 }
 
 impl Capacity {
-    /// Capacity over the sample interval `(t0, t1]` in bit/s: the rate at
-    /// `t1` for a rate link, the mean over the interval for a trace
-    /// (opportunities in `(t0, t1]`).
+    /// Capacity over the sample interval `(t0, t1]` in bit/s: the mean over the
+    /// interval — of the rate for a rate link (a step inside the interval, or
+    /// at its end, no longer gives the whole interval the new rate: that made
+    /// utilization exceed 1), of the opportunities in `(t0, t1]` for a trace.
     pub fn sample_bps(&self, t0: Ns, t1: Ns) -> f64 {
         match self {
-            Capacity::Rate(r) => r.rate_at(t1) as f64,
+            Capacity::Rate(r) => r.mean_bps(t0, t1),
             Capacity::Trace(tr) => {
                 tr.bps(tr.count_upto(t1) - tr.count_upto(t0), t1.saturating_sub(t0))
             }
@@ -172,6 +194,19 @@ mod tests {
         assert_eq!(r.next_positive(12), Some(20));
         assert_eq!(r.next_positive(5), Some(5));
         assert_eq!(RateSteps::new(0, vec![]).next_positive(3), None);
+    }
+
+    #[test]
+    fn a_sample_s_capacity_is_the_mean_rate_over_its_interval() {
+        // a step 10 → … at 1.0 s; samples every 100 ms (ns)
+        let ms = 1_000_000;
+        let r = Capacity::Rate(RateSteps::new(100_000_000, vec![(1000 * ms, 10_000_000), (1050 * ms, 0)]));
+        assert_eq!(r.sample_bps(900 * ms, 1000 * ms), 100e6); // ends at the step: the old rate
+        assert_eq!(r.sample_bps(1000 * ms, 1100 * ms), 5e6); // 50 ms at 10 Mbit/s, 50 ms out
+        assert_eq!(r.sample_bps(950 * ms, 1050 * ms), 55e6);
+        assert_eq!(r.sample_bps(2000 * ms, 2100 * ms), 0.0);
+        assert_eq!(r.sample_bps(0, 100 * ms), 100e6);
+        assert_eq!(r.sample_bps(5, 5), 100e6);
     }
 
     #[test]
