@@ -186,18 +186,21 @@ impl<P> Bottleneck<P> {
         }
     }
 
-    /// Bytes / packets waiting in the queue discipline.
+    /// Bytes / packets waiting: in the queue discipline, or — a trace link — dequeued at an
+    /// opportunity it did not fit and held for the next (CoDel and FQ-CoDel decide at dequeue,
+    /// so they cannot be peeked: the held packet used to be counted nowhere, and a sample's
+    /// arrivals, departed + dropped + the change of the queue, came out one short, even −1).
     #[inline]
     pub fn queue_bytes(&self) -> u64 {
-        self.qdisc.backlog_bytes()
+        self.qdisc.backlog_bytes() + self.held.as_ref().map_or(0, |p| p.wire_len() as u64)
     }
     #[inline]
     pub fn queue_packets(&self) -> u64 {
-        self.qdisc.backlog_packets()
+        self.qdisc.backlog_packets() + self.held.is_some() as u64
     }
     /// Packets in the bottleneck: waiting, held for an opportunity, or being serialized.
     pub fn held_packets(&self) -> u64 {
-        self.queue_packets() + self.in_service.is_some() as u64 + self.held.is_some() as u64
+        self.queue_packets() + self.in_service.is_some() as u64
     }
     pub fn capacity(&self) -> &Capacity {
         &self.capacity
