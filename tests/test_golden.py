@@ -7,7 +7,10 @@ buffers, rate/delay/loss schedules, FQ-CoDel with ECN and DCTCP, a Mahimahi
 trace) and the SHA-256 of the raw engine output each gave with the engine of
 commit df9d5b4 (``make_golden.py`` made them). Every later engine must give the
 same bytes for every output column that existed then, for the stored IR as
-read today (``migrate_ir``) and for the same scenario resolved today.
+read today (``migrate_ir``) and for the same scenario resolved today — except
+``capacity_bps``, whose definition changed on 2026-11-29 (the mean rate over
+the sample's interval, no longer the rate at its end): it is checked against
+the new definition and put back as it was before the digest.
 
 A second check: a sweep stored before topologies (``fixtures/sweep-v3``, made
 with the same engine) resumes without running anything again — its run ids,
@@ -37,6 +40,37 @@ GOLDEN = json.loads((FIXTURES / "golden" / "golden.json").read_text())
 
 
 def _simulate(ir: dict) -> dict:
+    """The engine's raw output, with ``capacity_bps`` checked and put back as the golden engine
+    defined it. Since 2026-11-29 a sample's capacity is the mean rate over its interval; before,
+    a rate link's was the rate at the sample's time, so the sample ending at a step (here 3, 6 and
+    9 s) carried the new rate. Everything else must be the same bytes."""
+    import numpy as np
+
+    out = _simulate_raw(ir)
+    link = (ir.get("links") or [ir.get("link")])[0]
+    if link["capacity"]["kind"] == "constant":
+        steps = [(0, int(link["capacity"]["rate_bps"]))] + [
+            (int(c["at_ns"]), int(c["rate_bps"])) for c in link.get("schedule") or [] if c.get("rate_bps") is not None]
+        t = np.asarray(out["link"]["time_ns"], dtype=np.int64)
+        dt = int(ir["sample_interval_ns"])
+
+        def rate_at(x):
+            return np.array([[r for at, r in steps if at <= v][-1] for v in x], dtype=float)
+
+        # the new definition: the time-weighted mean over (t - dt, t]
+        edges = sorted({at for at, _ in steps})
+        mean = np.empty(t.size)
+        for i, end in enumerate(t):
+            start = max(int(end) - dt, 0)
+            cuts = [start] + [e for e in edges if start < e < end] + [int(end)]
+            w = sum((b - a) * rate_at([a])[0] for a, b in zip(cuts, cuts[1:]))
+            mean[i] = w / (int(end) - start) if end > start else rate_at([end])[0]
+        np.testing.assert_allclose(np.asarray(out["link"]["capacity_bps"], dtype=float), mean, rtol=1e-12)
+        out["link"]["capacity_bps"] = np.asarray(rate_at(t), dtype=np.asarray(out["link"]["capacity_bps"]).dtype)
+    return out
+
+
+def _simulate_raw(ir: dict) -> dict:
     from cclab import _native
 
     return _native.simulate(json.dumps(ir))
