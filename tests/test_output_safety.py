@@ -470,3 +470,29 @@ def test_the_compare_figure_draws_each_flow_only_while_active_and_in_bins(tmp_pa
     assert all(min(x) >= 3.0 - 0.1 for x, _ in flow1)  # started at 3 s: nothing before
     _, goodput = flow0[0]  # the first panel: goodput in Mbit/s; bin means stay near the 30 Mbit/s link
     assert max(goodput) <= 40
+
+
+def test_the_compare_figure_keeps_a_topology_s_links_apart(tmp_path, monkeypatch):
+    # Before the binning: a topology's link rows were drawn as one line zigzagging between the links.
+    import matplotlib.axes
+
+    import cclab
+    from cclab import compare as cmp
+
+    sc = {"name": "two-links", "duration": "3s", "links": {
+        "l1": {"from": "a", "to": "b", "rate": "10Mbps", "delay": "5ms", "buffer": "50pkts"},
+        "l2": {"from": "b", "to": "c", "rate": "8Mbps", "delay": "5ms", "buffer": "50pkts"}},
+        "flows": [{"cca": "cubic", "path": ["l1", "l2"], "rtt": "40ms"}]}  # fmt: skip
+    a = cclab.run(sc, out=tmp_path / "a", plot=False)
+    b = cclab.run({**sc, "seed": 2}, out=tmp_path / "b", plot=False)
+    labels = []
+    original = matplotlib.axes.Axes.plot
+
+    def spy(self, *args, **kw):
+        labels.append(kw.get("label"))
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "plot", spy)
+    cmp.plot_comparison(cmp.compare_runs(record.read_run(a.path), record.read_run(b.path)), tmp_path / "fig")
+    for link in ("l1", "l2"):
+        assert any(lab and lab.startswith(f"{link} ") for lab in labels), labels

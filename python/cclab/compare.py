@@ -341,10 +341,15 @@ def plot_comparison(c: Comparison, path: str | Path, formats: tuple[str, ...] = 
                     g = binned[binned["key"] == fid]
                     ax.plot(g["t"], g["mean"] * scale, style, color=colors[i % len(colors)], lw=1,
                             label=f"flow {fid} ({ccas[fid]}) {c.label(which)}")  # fmt: skip
-            else:
-                g = bin_series(df["time_s"].to_numpy(), df[col].to_numpy(dtype=float), bin_s)
-                ax.plot(g["t"], g["mean"] * scale, style, color="k" if which == "a" else "tab:gray", lw=1,
-                        label=c.label(which))  # fmt: skip
+            else:  # a line per link (a topology's links kept apart, not averaged together)
+                names = df["link"].astype(str).to_numpy() if "link" in df else np.full(len(df), "")
+                binned = bin_series(df["time_s"].to_numpy(), df[col].to_numpy(dtype=float), bin_s, keys=names)
+                many = len(set(names)) > 1
+                for i, name in enumerate(dict.fromkeys(names)):
+                    g = binned[binned["key"] == name]
+                    color = colors[i % len(colors)] if many else ("k" if which == "a" else "tab:gray")
+                    ax.plot(g["t"], g["mean"] * scale, style, color=color, lw=1,
+                            label=f"{name} {c.label(which)}" if many else c.label(which))  # fmt: skip
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncol=2, loc="best")

@@ -127,8 +127,8 @@ class SimBackend:
 
 #: A drop-tail buffer holding 2 or 3 full-size packets (fewer than this, more than one), crossed
 #: by an unpaced flow on punctual hosts, gets a warning: there the simulator's exact ACK clock
-#: decides the result (docs/validation.md §4, "Buffers of a few packets": with 2 packets 6–15× the
-#: goodput of the same simulator with a Linux host's jitter, and of the kernel). With one packet
+#: decides the result (docs/validation.md §4, "Buffers of a few packets": with 2 packets 3–11× the
+#: goodput of the same simulator with a Linux host's jitter, 4–20× the kernel's). With one packet
 #: both stacks lose nearly every window and the jitter changes nothing for CUBIC.
 FEW_PACKETS = 4
 
@@ -171,7 +171,7 @@ def few_packet_warnings(ir: dict[str, Any]) -> None:
         from cclab.resolve import link_field
 
         warnings.warn(ScenarioWarning(
-            f"{link_field(ir, link)}.buffer: holds {held} full-size packet{'s' if held != 1 else ''} of {packet} B, "
+            f"{link_field(ir, link)}.buffer: holds {held} full-size packets of {packet} B, "
             f"crossed by unpaced flows ({', '.join(unpaced)}) on punctual hosts: on a drop-tail buffer this small "
             "the result depends on the hosts' timing, which punctual hosts leave out (20 Mbit/s × 40 ms, 2 packets, "
             "CUBIC: 15.6 Mbit/s punctual, 1.9 with the jitter below, 1.0 on Linux); add [host] jitter = "

@@ -66,7 +66,8 @@ def period(target: Target, point: int | None = None, algorithm: str | None = Non
     if alg not in shares:
         raise FigureError(f"{run.name}: no algorithm {alg!r} in this run ({', '.join(map(str, shares.columns))})")
     bin_s = float((run.summary.get("window") or {}).get("share_bin_s") or metrics.SHARE_BIN_S)
-    binned = share_series(flows, bin_s=bin_s)[alg].to_numpy()
+    bins = share_series(flows, bin_s=bin_s)
+    binned = bins[alg].to_numpy()
     min_period = 2 * bin_s if min_period_s is None else min_period_s
     found = metrics.detect_period(binned, bin_s, min_period=min_period)
     acf = metrics.autocorrelation(binned)
@@ -74,8 +75,7 @@ def period(target: Target, point: int | None = None, algorithm: str | None = Non
     top, bottom = fig.subplots(2, 1)
     for cca in shares.columns:
         top.plot(shares.index, 100 * shares[cca].to_numpy(), color=color_for(str(cca)), linewidth=0.6, alpha=0.5)
-        b = share_series(flows, bin_s=bin_s)
-        top.plot(b.index, 100 * b[cca].to_numpy(), color=color_for(str(cca)), linewidth=1.4,
+        top.plot(bins.index, 100 * bins[cca].to_numpy(), color=color_for(str(cca)), linewidth=1.4,
                  label=f"{cca} ({bin_s:g} s bins)")  # fmt: skip
     top.set_xlabel("time (s)")
     top.set_ylabel("share of goodput (%)")
