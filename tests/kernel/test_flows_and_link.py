@@ -74,9 +74,10 @@ def test_rate_schedule_changes_the_link_rate():
     raw = valid_raw_run(ir)
     assert raw["meta"]["valid"], raw["meta"]["invalid_reasons"]
     link = metrics.link_frame(raw, ir)
-    # capacity_bps is the rate at the sample instant (docs/record.md): 30 Mbit/s from t = 2 s on
-    assert set(link.loc[link.time_s < 1.999, "capacity_bps"]) == {10e6}
-    assert set(link.loc[link.time_s > 1.999, "capacity_bps"]) == {30e6}
+    # capacity_bps is the mean capacity over the sample's interval, which ends at time_s (docs/record.md):
+    # the sample ending at 2 s still covers 10 Mbit/s only, the ones after it 30 Mbit/s
+    assert set(link.loc[link.time_s < 2.005, "capacity_bps"]) == {10e6}
+    assert set(link.loc[link.time_s > 2.005, "capacity_bps"]) == {30e6}
     before = link.loc[(link.time_s > 1.0) & (link.time_s <= 2.0), "throughput_bps"].mean()
     after = link.loc[link.time_s > 3.0, "throughput_bps"].mean()
     assert 9e6 < before <= 10.1e6 and 27e6 < after <= 30.1e6, (before, after)
