@@ -150,3 +150,17 @@ def test_startup_exit_round_counts_packet_timed_rounds():
     f2 = f.assign(state=np.where(t < 0.95, "STARTUP", "DRAIN"))
     assert metrics.startup_exit_round(f2, ir, 0) == pytest.approx(6.5)
     assert metrics.startup_exit_round(f.assign(state="STARTUP"), ir, 0) == math.inf
+
+
+def test_retrans_rate_counts_segments_where_the_record_has_them():
+    # A flow of three 1-byte writes: 3 segments of 53 wire bytes, then one of them again, in 1 s.
+    # Counted in full-size equivalents (records without sent_segs) that is 4·53 / 1500 = 0.14
+    # "segments" and a rate of 7; counted in segments it is 1 of 4.
+    tiny = 4 * 53 * 8.0
+    rows = [{"time_s": float(t), "flow_id": 0, "send_rate_bps": tiny if t == 3 else 0.0,
+             "sent_segs": 4.0 if t == 3 else 0.0, "retrans_segs": 1.0 if t == 3 else 0.0} for t in range(1, 7)]
+    f = _flows(rows)
+    assert metrics.retrans_rate(f, _ir()) == pytest.approx(1 / 4)
+    assert metrics.retrans_rate(f.drop(columns=["sent_segs"]), _ir()) == pytest.approx(1 / (4 * 53 / 1500))
+    # a column the backend left empty (NaN) is not taken for "nothing sent"
+    assert metrics.retrans_rate(f.assign(sent_segs=math.nan), _ir()) == pytest.approx(1 / (4 * 53 / 1500))

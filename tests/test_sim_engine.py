@@ -75,3 +75,20 @@ def test_jumbo_segments_run(tmp_path, mss):
                      "flows": [{"cca": "cubic", "rtt": "40ms"}]}, out=tmp_path / "r", plot=False)
     assert run.ir["host"]["rcv_truesize"] > mss
     assert run.summary["aggregate"]["utilization"] > 0.9
+
+
+def test_retransmission_rate_of_tiny_flows_counts_segments():
+    # 1-byte and 3 000-byte flows through 50 % random loss: their segments are short, so counting
+    # wire bytes in full-size segments (records before sent_segs) made rates of 14–21 out of them.
+    sc = scenario_from_dict({"name": "tiny", "duration": "10s", "seed": 3, "measure": {"from": "0s"},
+                             "link": {"rate": "10Mbps", "delay": "10ms", "buffer": "100KB", "loss": 0.5},
+                             "flows": [{"cca": "cubic", "rtt": "20ms", "bytes": "1B", "count": 3},
+                                       {"cca": "cubic", "rtt": "20ms", "bytes": "3000B"}]})  # fmt: skip
+    run = cclab.run(sc)
+    per_flow = run.summary["per_flow"]
+    assert all(float(f["sent_segs"]).is_integer() for f in per_flow), per_flow
+    # each 1-byte flow: one segment plus its retransmissions; the 3 000-byte one: three segments (1448 + 1448 + 104)
+    assert [f["sent_segs"] - f["retrans_segs"] for f in per_flow] == [1, 1, 1, 3], per_flow
+    assert sum(f["retrans_segs"] for f in per_flow) > 0, "the seed must lose something"
+    assert all(0 <= f["retrans_rate"] <= 1 for f in per_flow), per_flow
+    assert (run.flows["retrans_segs"] <= run.flows["sent_segs"]).all()

@@ -271,8 +271,8 @@ def _finish_meta(meta: dict[str, Any], tail: Mapping[str, Any]) -> None:
 
 
 #: Columns of the per-flow frame the summary reads (kept in memory while the rest is streamed to disk).
-_SUMMARY_COLUMNS = ("time_s", "flow_id", "active", "goodput_bps", "send_rate_bps", "retrans_segs", "rto_count",
-                    "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
+_SUMMARY_COLUMNS = ("time_s", "flow_id", "active", "goodput_bps", "send_rate_bps", "sent_segs", "retrans_segs",
+                    "rto_count", "rtt_ms", "cwnd_bytes", "state")  # fmt: skip
 
 
 def _run_streaming(stream: Any, ir: dict[str, Any], toml_text: str, out_dir: Path, meta: dict[str, Any],

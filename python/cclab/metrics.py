@@ -62,7 +62,7 @@ FLOW_COLUMNS = (
     "send_rate_bps", "cwnd_bytes", "inflight_bytes", "ssthresh_bytes", "srtt_ms",
     "rtt_ms", "min_rtt_ms", "pacing_rate_bps", "retrans_segs", "lost_segs",
     "rto_count", "state", "w_max_bytes", "bw_bps", "bw_min_rtt_ms", "pacing_gain",
-    "cwnd_gain", "inflight_hi_bytes", "inflight_lo_bytes", "bw_hi_bps", "bw_lo_bps",
+    "cwnd_gain", "inflight_hi_bytes", "inflight_lo_bytes", "bw_hi_bps", "bw_lo_bps", "sent_segs",
 )  # fmt: skip
 
 #: Columns of ``link.parquet`` in order (docs/record.md), plus
@@ -110,7 +110,8 @@ _FLOW_RATES = {
     "sent_bytes": "send_rate_bps",
 }
 # raw cumulative event counter -> record per-interval count
-_FLOW_COUNTS = {"retrans_segs": "retrans_segs", "lost_segs": "lost_segs", "rto_count": "rto_count"}
+_FLOW_COUNTS = {"sent_segs": "sent_segs", "retrans_segs": "retrans_segs", "lost_segs": "lost_segs",
+                "rto_count": "rto_count"}
 
 
 # --------------------------------------------------------------------------
@@ -182,10 +183,12 @@ FLOW_FLOAT32 = (
     "goodput_bps", "throughput_bps", "send_rate_bps", "cwnd_bytes", "inflight_bytes", "ssthresh_bytes", "srtt_ms",
     "rtt_ms", "min_rtt_ms", "pacing_rate_bps", "retrans_segs", "lost_segs", "rto_count", "w_max_bytes", "bw_bps",
     "bw_min_rtt_ms", "pacing_gain", "cwnd_gain", "inflight_hi_bytes", "inflight_lo_bytes", "bw_hi_bps", "bw_lo_bps",
+    "sent_segs",
 )  # fmt: skip
 
 # raw cumulative flow counters: differenced per flow
-_FLOW_CUMULATIVE = ("delivered_bytes", "egress_bytes", "sent_bytes", "retrans_segs", "lost_segs", "rto_count")
+_FLOW_CUMULATIVE = ("delivered_bytes", "egress_bytes", "sent_bytes", "sent_segs", "retrans_segs", "lost_segs",
+                    "rto_count")  # fmt: skip
 # raw cumulative link counters
 _LINK_CUMULATIVE = ("departed_packets", "sojourn_sum_ns", "egress_bytes", "arrival_bytes", "drops_overflow",
                     "drops_random", "drops_aqm", "drops_policer", "marks_ce")  # fmt: skip
@@ -1080,9 +1083,10 @@ def summary(
       the window / ``active_s`` — a flow that runs 10 s of a 60 s window has
       the goodput of those 10 s; ``goodput_window_bps`` = the same bits / the
       whole window; ``share`` its fraction of all flows' delivered bits;
-      ``delivered_bytes``; ``retrans_segs``, ``sent_segs`` (wire bytes sent /
-      (mss + header_bytes)) and ``retrans_rate`` = retransmitted / sent
-      (a fraction); ``rto_count``; ``rtt_ms_mean/min/p50/p95/p99/max`` — with
+      ``delivered_bytes``; ``retrans_segs``, ``sent_segs`` (data segments
+      sent, retransmissions included; in records without the column, wire
+      bytes sent / (mss + header_bytes)) and ``retrans_rate`` = retransmitted
+      / sent (a fraction, at most 1 where the column exists); ``rto_count``; ``rtt_ms_mean/min/p50/p95/p99/max`` — with
       histograms over every ACK's RTT sample in the window (exact to a bin,
       ``rtt_source = "packets"``), else over the per-interval mean RTTs
       (``"interval means"``); ``cwnd_bytes_mean`` over the samples where the
@@ -1620,8 +1624,9 @@ def dominant_period(x: np.ndarray, dt: float, min_period: float | None = None) -
 def retrans_rate(flows: pd.DataFrame, ir: Mapping[str, Any], flow_ids: Iterable[int] | None = None) -> float:
     """Retransmitted segments / segments sent, over the measure window, for ``flow_ids`` (all flows by default).
 
-    Segments sent = wire bytes sent (incl. retransmissions) / (mss + header_bytes),
-    as the per-flow ``retrans_rate`` of :func:`summary`; here summed over a set
+    Segments sent = data segments sent, retransmissions included (the record's
+    ``sent_segs``; in records made before that column, wire bytes sent /
+    (mss + header_bytes)), as the per-flow ``retrans_rate`` of :func:`summary`; here summed over a set
     of flows (an algorithm's, or all). A fraction (×100 for per cent); NaN when
     nothing was sent.
     """
@@ -1640,11 +1645,21 @@ def _flow_selection(ir: Mapping[str, Any], flow_ids: Iterable[int] | None) -> np
 
 def _sent_and_retrans(flows: pd.DataFrame, ir: Mapping[str, Any], rows: _Rows, w: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Per flow over the rows ``w``: segments sent (wire bytes sent incl. retransmissions /
-    (mss + header_bytes): full-size segments) and segments retransmitted — the two terms of every
-    retransmission rate of this module."""
-    wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
-    sent = _by_flow(rows.idx[w], flows["send_rate_bps"].to_numpy(dtype=float)[w] * rows.dt[w], rows.n) / 8.0 / wire_seg
+    """Per flow over the rows ``w``: segments sent and segments retransmitted — the two terms of
+    every retransmission rate of this module.
+
+    Segments sent are the record's ``sent_segs`` (data segments, retransmissions included, counted
+    as both backends count ``retrans_segs``), so a rate is at most 1. Records made before that
+    column (2026-11-29) have only wire bytes: there a segment is wire bytes sent / (mss +
+    header_bytes), full-size equivalents, and a flow of a few short segments could show a rate
+    above 1."""
+    segs = flows["sent_segs"].to_numpy(dtype=float)[w] if "sent_segs" in flows.columns else None
+    if segs is not None and not np.isnan(segs).all():
+        sent = _by_flow(rows.idx[w], segs, rows.n)
+    else:
+        wire_seg = float(ir.get("mss", 1448)) + float(ir.get("header_bytes", 52))
+        send_rate = flows["send_rate_bps"].to_numpy(dtype=float)[w]
+        sent = _by_flow(rows.idx[w], send_rate * rows.dt[w], rows.n) / 8.0 / wire_seg
     return sent, _by_flow(rows.idx[w], flows["retrans_segs"].to_numpy(dtype=float)[w], rows.n)
 
 

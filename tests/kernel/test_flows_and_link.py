@@ -57,6 +57,13 @@ def test_finite_stopped_and_window_limited_flows():
     assert read / mss <= net["send"]["TcpExt.TCPOrigDataSent"] < 1.2 * read / mss + 100, (read, net["send"])
     assert net["recv"]["Tcp.InSegs"] >= read / mss, (read, net["recv"])
     assert "Tcp.CurrEstab" not in net["send"]  # a gauge, not a counter
+    # sent_segs (tcpi_data_segs_out): every data segment, retransmissions included — at least the
+    # original data the namespace's counter saw, at most that plus its retransmissions; and no
+    # interval retransmits more segments than it sends, so no retransmission rate exceeds 1
+    segs = np.asarray(raw["flows"]["sent_segs"]).reshape(-1, 3)[-1]
+    orig, resent = net["send"]["TcpExt.TCPOrigDataSent"], net["send"].get("Tcp.RetransSegs", 0)
+    assert read / mss <= segs.sum() <= orig + resent, (segs, net["send"])
+    assert (flows["retrans_segs"] <= flows["sent_segs"]).all()
     # flow_info: the finite flow's completion, when its receiver read the last byte — exact, not the
     # first 10 ms sample after it; only finite flows have one
     info = raw["flow_info"]

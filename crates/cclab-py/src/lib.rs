@@ -46,8 +46,8 @@ fn rows_dict<'py>(
     l: &mut cclab_sim::record::LinkColumns,
 ) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let flows = PyDict::new_bound(py);
-    put!(py, flows, f, time_ns, flow_id, delivered_bytes, egress_bytes, sent_bytes, cwnd_bytes, inflight_bytes,
-        ssthresh_bytes, srtt_ns, rtt_ns, min_rtt_ns, pacing_rate_bps, retrans_segs, lost_segs, rto_count, cc_state,
+    put!(py, flows, f, time_ns, flow_id, delivered_bytes, egress_bytes, sent_bytes, sent_segs, cwnd_bytes,
+        inflight_bytes, ssthresh_bytes, srtt_ns, rtt_ns, min_rtt_ns, pacing_rate_bps, retrans_segs, lost_segs, rto_count, cc_state,
         cc_w_max_bytes, cc_bw_bps, cc_min_rtt_ns, cc_pacing_gain, cc_cwnd_gain, cc_inflight_hi_bytes,
         cc_inflight_lo_bytes, cc_bw_hi_bps, cc_bw_lo_bps);
     // numpy has no Vec<bool> conversion: hand over u8 and view as bool.

@@ -15,6 +15,8 @@ pub struct FlowColumns {
     pub delivered_bytes: Vec<u64>,
     pub egress_bytes: Vec<u64>,
     pub sent_bytes: Vec<u64>,
+    /// Data segments sent, retransmissions included (Linux's `tcpi_data_segs_out`).
+    pub sent_segs: Vec<u64>,
     pub cwnd_bytes: Vec<u64>,
     pub inflight_bytes: Vec<u64>,
     pub ssthresh_bytes: Vec<f64>,
@@ -51,6 +53,7 @@ impl FlowColumns {
             delivered_bytes: v!(),
             egress_bytes: v!(),
             sent_bytes: v!(),
+            sent_segs: v!(),
             cwnd_bytes: v!(),
             inflight_bytes: v!(),
             ssthresh_bytes: v!(),

@@ -772,6 +772,7 @@ let mut sender = Sender::new(
                 Some(s) => {
                     cols.active.push(!(s.is_finished()));
                     cols.sent_bytes.push(s.stats.sent_bytes);
+                    cols.sent_segs.push(s.stats.sent_packets);
                     cols.cwnd_bytes.push(s.cwnd_bytes());
                     cols.inflight_bytes.push(s.inflight_bytes());
                     let ss = s.conn.ssthresh;
@@ -800,6 +801,7 @@ let mut sender = Sender::new(
                 None => {
                     cols.active.push(false);
                     cols.sent_bytes.push(0);
+                    cols.sent_segs.push(0);
                     cols.cwnd_bytes.push(0);
                     cols.inflight_bytes.push(0);
                     for c in [&mut cols.ssthresh_bytes, &mut cols.srtt_ns, &mut cols.rtt_ns, &mut cols.min_rtt_ns, &mut cols.pacing_rate_bps] {

@@ -713,7 +713,7 @@ _FLOW_FLOAT_COLS = (
     "cwnd_bytes", "inflight_bytes", "ssthresh_bytes", "srtt_ns", "rtt_ns", "min_rtt_ns", "pacing_rate_bps",
     "retrans_segs", "lost_segs", "rto_count", "cc_state", "cc_w_max_bytes", "cc_bw_bps", "cc_min_rtt_ns",
     "cc_pacing_gain", "cc_cwnd_gain", "cc_inflight_hi_bytes", "cc_inflight_lo_bytes", "cc_bw_hi_bps", "cc_bw_lo_bps",
-    "sent_bytes",
+    "sent_bytes", "sent_segs",
 )  # fmt: skip
 
 _INFINITE_SSTHRESH = 0x7FFFFFFF  # TCP_INFINITE_SSTHRESH (include/net/tcp.h)
@@ -743,6 +743,8 @@ def _flow_state(s: TcpSample, header: int) -> dict[str, float]:
         "rto_count": g("total_rto"),
         # wire bytes sent incl. retransmissions: payload + headers of every data segment
         "sent_bytes": g("bytes_sent") + g("data_segs_out") * header,
+        # data segments sent, retransmissions included (both counted in segments, as total_retrans is)
+        "sent_segs": g("data_segs_out"),
         "cc_state": math.nan,
     }
     if s.cca != "bbr" and i.get("ca_state") is not None and i.get("snd_cwnd") is not None:
@@ -813,7 +815,7 @@ def _assemble(ir: Mapping[str, Any], workdir: Path, sampler: _Sampler, dev_stats
                                                    int(s.info.get("rwnd_limited") or 0), int(s.info.get("sndbuf_limited") or 0)))
             for c, v in _flow_state(s, header).items():
                 state[c][k - 1, fid] = v
-    for c in ("sent_bytes", "retrans_segs", "lost_segs", "rto_count"):
+    for c in ("sent_bytes", "sent_segs", "retrans_segs", "lost_segs", "rto_count"):
         state[c] = np.nan_to_num(_ffill(state[c]), nan=0.0)
 
     active = np.zeros((n_samples, n_flows), dtype=bool)
