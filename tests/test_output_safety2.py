@@ -182,7 +182,7 @@ def test_a_records_report_and_figures_take_only_its_own(tmp_path):
     fixture = Path(__file__).parent / "fixtures" / "run-bbr-cubic"
     shutil.copytree(fixture, a)
     shutil.copytree(fixture, b)
-    refused(["report", str(a), "-o", str(b / "report.html")], "--out (-o)", "is the report of the run record")
+    refused(["report", str(a), "-o", str(b / "report.html")], "--out (-o)", "is the report.html of the run record")
     refused(["plot", str(a), "-o", str(b / "figures")], "--out (-o)", "is the figures/ of the run record")
     assert not (b / "report.html").exists() and not (b / "figures").exists()
     ok = CliRunner().invoke(app, ["report", str(a), "-o", str(a / "report.html")])

@@ -310,11 +310,8 @@ def register(app: typer.Typer) -> None:
 def _check_plot_out(out: str, target: Path | None = None) -> Path:
     """The output directory of `cclab plot -o`, or a one-line error: not empty, not a file, not in a run
     record (but its own figures/), not a sweep directory's data."""
-    import os
-
     from cclab.fsutil import file_in_the_way
-    from cclab.record import enclosing_record
-    from cclab.store import sweep_part
+    from cclab.record import output_place_problem
 
     allowed = "expected a directory for the figures (created if missing)"
     if out == "":
@@ -325,17 +322,9 @@ def _check_plot_out(out: str, target: Path | None = None) -> Path:
     blocked = file_in_the_way(p)
     if blocked is not None:
         raise _fail(f"--out (-o) {p}: {blocked} is not a directory; {allowed}")
-    rec = enclosing_record(p)
-    own = rec is not None and Path(os.path.normpath(p.absolute())) == rec / "figures"
-    if own and target is not None and Path(os.path.normpath(Path(target).absolute())) != rec:
-        raise _fail(f"--out (-o) {p}: is the figures/ of the run record {rec}, not of {target}; "
-                    f"{allowed} outside every other run record")
-    if rec is not None and not own:
-        raise _fail(f"--out (-o) {p}: lies inside the run record {rec}; cclab writes nothing into a run record "
-                    f"but its figures/ — {allowed} outside it")
-    why = None if own else sweep_part(p)
-    if why is not None:
-        raise _fail(f"--out (-o) {p}: {why}; {allowed} outside it")
+    problem = output_place_problem(p, "figures", "figures/", target)
+    if problem is not None:
+        raise _fail(f"--out (-o) {p}: {problem}; {allowed} outside it")
     return p
 
 

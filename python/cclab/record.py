@@ -78,6 +78,7 @@ from cclab.record_dir import (  # the directory's names and checks, light to imp
     files_of,
     is_complete,
     is_record_dir,
+    output_place_problem,
     read_meta,
     verify,
     written_by_cclab,

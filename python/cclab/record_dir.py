@@ -28,6 +28,7 @@ __all__ = [
     "RecordExistsError",
     "check_target",
     "enclosing_record",
+    "output_place_problem",
     "files_of",
     "is_complete",
     "is_record_dir",
@@ -236,6 +237,26 @@ def enclosing_record(path: str | Path) -> Path | None:
     for c in candidates:
         if is_record_dir(c):
             return c
+    return None
+
+
+def output_place_problem(out: str | Path, own: str, label: str, target: str | Path | None = None) -> str | None:
+    """Why a command that writes ``out`` must not write there, or ``None``: ``out`` lies in a run record
+    but is not that record's own ``own`` entry (``report.html``, ``figures``: the one place inside a
+    record that cclab writes after the run), or it is the ``own`` entry of a record other than
+    ``target`` (the record the output is made from), or it is part of a sweep directory's data.
+    ``label`` names the own entry in the message ("report", "figures/")."""
+    from cclab.store import sweep_part
+
+    out = Path(out)
+    rec = enclosing_record(out)
+    if rec is None:
+        why = sweep_part(out)
+        return None if why is None else f"{why}, which cclab would overwrite"
+    if Path(os.path.normpath(out.absolute())) != rec / own:
+        return f"lies inside the run record {rec}; cclab writes nothing into a run record but its {label}"
+    if target is not None and Path(os.path.normpath(Path(target).absolute())) != rec:
+        return f"is the {label} of the run record {rec}, not of {target}"
     return None
 
 

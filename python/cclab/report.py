@@ -81,7 +81,7 @@ def check_report_out(out: str | Path, option: str = OUT_OPTION, target: str | Pa
     """:class:`FigureError` unless ``out`` is a safe place for a report: not empty, not a directory, not in a
     run record (except the record's own ``report.html``), not a sweep directory's data, and — when it
     exists — a report cclab wrote (which is replaced)."""
-    from cclab.record import enclosing_record
+    from cclab.record import output_place_problem
 
     if str(out) == "":
         raise figures.FigureError(f"{option} '': an empty path; expected an HTML file name, e.g. report.html")
@@ -89,19 +89,9 @@ def check_report_out(out: str | Path, option: str = OUT_OPTION, target: str | Pa
     allowed = "expected a new .html file or a report cclab wrote"
     if out.is_dir():
         raise figures.FigureError(f"{option} {out}: is a directory; {allowed}, e.g. {out / 'report.html'}")
-    rec = enclosing_record(out)
-    own = rec is not None and Path(os.path.normpath(out.absolute())) == rec / "report.html"
-    if own and target is not None and Path(os.path.normpath(Path(target).absolute())) != rec:
-        raise figures.FigureError(f"{option} {out}: is the report of the run record {rec}, not of {target}; "
-                                  f"{allowed} outside every other run record")
-    if rec is not None and not own:
-        raise figures.FigureError(f"{option} {out}: lies inside the run record {rec}; cclab writes nothing into a run "
-                          f"record but its report.html — {allowed} outside it")
-    from cclab.store import sweep_part
-
-    why = None if own else sweep_part(out)
-    if why is not None:
-        raise figures.FigureError(f"{option} {out}: {why}, which cclab would overwrite; {allowed} outside it")
+    problem = output_place_problem(out, "report.html", "report.html", target)
+    if problem is not None:
+        raise figures.FigureError(f"{option} {out}: {problem}; {allowed} outside it")
     if out.is_symlink():
         raise figures.FigureError(f"{option} {out}: is a symbolic link; {allowed}")
     if out.exists() and not _is_report(out):
