@@ -177,3 +177,30 @@ def test_sweep_store_clean_partials(tmp_path):
     assert sorted(st.clean_partials()) == ["abc.tmp-1", "half"]
     assert list(st.runs.iterdir()) == []
     assert (tmp_path / "sweep.toml").read_text() == "base = {}\n"
+
+
+def test_an_axis_over_seed_is_its_own_column_and_groups_its_trials(fake, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from cclab.cli_sweep import register
+    from cclab.runner import run_sweep
+
+    # seed = [1, 100] × 3 trials: the trials run with seeds 1, 2, 3 and 100, 101, 102 — the axis column
+    # keeps the point's seed (it was overwritten by each run's seed: six one-trial "points" in cclab table)
+    run_sweep(sweep_from_dict({"base": BASE, "trials": 3, "axes": {"seed": [1, 100]}}, "."), tmp_path, jobs=1,
+              progress=False)  # fmt: skip
+    df = read_results(tmp_path)
+    assert df.attrs["axes"] == ["base_seed"]
+    assert list(df["base_seed"]) == [1, 1, 1, 100, 100, 100] and list(df["seed"]) == [1, 2, 3, 100, 101, 102]
+    # so does the table Parquet alone (no runs/ beside it: axes are the columns before "trial")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (tmp_path / RESULTS).rename(alone / RESULTS)
+    assert read_results(alone).attrs["axes"] == ["base_seed"]
+    app = typer.Typer()
+    register(app)
+    r = CliRunner().invoke(app, ["table", str(tmp_path), "--csv", "-m", "agg.goodput_bps"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert lines[0].startswith("base_seed,trials,") and [x.split(",")[:2] for x in lines[1:]] == [["1", "3"], ["100", "3"]]

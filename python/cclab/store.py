@@ -372,11 +372,12 @@ class SweepStore:
     def build_results(self, write: bool = True) -> pd.DataFrame:
         """One row per point whose record is complete: axes, trial, seed, metrics."""
         points = self.read_points()
-        axis_names: list[str] = []
+        axis_paths: list[str] = []
         for p in points:
             for k in p["params"]:
-                if k not in axis_names:
-                    axis_names.append(k)
+                if k not in axis_paths:
+                    axis_paths.append(k)
+        axis_names = [axis_column(k) for k in axis_paths]
         from cclab.metrics import SUMMARY_VERSION
         from cclab.record import RecordError, read_run, verify
 
@@ -412,7 +413,7 @@ class SweepStore:
                     continue
                 summaries[rid] = flatten_summary(summary)
             row: dict[str, Any] = {"run_id": rid, "point": p["point"]}
-            row.update({k: p["params"].get(k) for k in axis_names})
+            row.update({axis_column(k): p["params"].get(k) for k in axis_paths})
             row.update(trial=p["trial"], seed=p["seed"], backend=p["backend"])
             row.update(summaries[rid])
             rows.append(row)
@@ -546,6 +547,16 @@ def read_results(sweep_dir: str | Path, rebuild: bool | None = None) -> pd.DataF
 
 
 META_COLUMNS = ("run_id", "point", "trial", "seed", "backend")
+
+#: The results column of an axis over ``seed``: the point's own seed *s* (its trials run with s + i,
+#: which the ``seed`` column holds).
+SEED_AXIS_COLUMN = "base_seed"
+
+
+def axis_column(path: str) -> str:
+    """The results column of the axis ``path``: the path itself, but ``seed`` → ``base_seed``, which
+    would otherwise be the same column as each run's own seed."""
+    return SEED_AXIS_COLUMN if path == "seed" else path
 
 
 def axis_columns(df: pd.DataFrame) -> list[str]:

@@ -25,6 +25,7 @@ _FIELD_NAMES = {
     "stagger": "stagger",
     "duration": "duration",
     "cca": "algorithm",
+    "base_seed": "base seed",
 }
 
 
