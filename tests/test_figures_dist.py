@@ -90,7 +90,7 @@ def test_scatter_points_and_trial_ellipses(tmp_path):
     t = Target(tmp_path / "sw")
     fig = draw(t, "scatter")
     panels = [ax for ax in fig.axes if ax.get_visible()]
-    assert [ax.get_title() for ax in panels] == ["buffer=0.5bdp", "buffer=4bdp"]
+    assert [ax.get_title() for ax in panels] == ["buffer=0.5 BDP", "buffer=4 BDP"]
     for ax, buf in zip(panels, ("0.5bdp", "4bdp")):
         pts = {c.get_label(): c.get_offsets() for c in ax.collections if c.get_label() and not c.get_label().startswith("_")}
         assert sorted(pts) == ["bbr (n=3)", "cubic (n=3)"]

@@ -75,7 +75,12 @@ def test_gain_heatmap(fx):
     fig = draw(t, "heatmap", x="link.rate", y="flows[0].rtt", facet="link.buffer",
                gain={"over": "flows[0].cca", "a": "bbr", "b": "cubic"})
     panels = [ax for ax in fig.axes if ax.images]
-    assert [ax.get_title() for ax in panels] == ["buffer=100KB", "buffer=10MB"]
+    assert [ax.get_title() for ax in panels] == ["buffer=100 KB", "buffer=10000 KB"]  # one display unit per axis
+    # the cells' ticks too, the unit beside each value (the axis label names the field)
+    ticks = [t.get_text() for t in panels[0].get_xticklabels()]
+    assert ticks and all(t.endswith(" Mbit/s") for t in ticks), ticks
+    assert panels[0].get_xlabel() == "bottleneck rate" and panels[0].get_ylabel() == "flows[0] RTT"
+    assert all(t.get_text().endswith(" ms") for t in panels[0].get_yticklabels())
     # the cell (rtt=200ms, rate=1000Mbps, 100KB) is the gain of the trial means, via cclab.metrics
     df = t.results
     cell = df[(df["flows[0].rtt"] == "200ms") & (df["link.rate"] == "1000Mbps") & (df["link.buffer"] == "100KB")]
@@ -105,7 +110,7 @@ def test_retransmission_heatmaps_facet_grid(fx, tmp_path):
     check_files(paths)
     fig = draw(t, **spec)  # kind is the positional argument
     titles = [ax.get_title() for ax in fig.axes if ax.images]
-    assert titles == ["buffer=100KB, bbr", "buffer=100KB, cubic", "buffer=10MB, bbr", "buffer=10MB, cubic"]
+    assert titles == ["buffer=100 KB, bbr", "buffer=100 KB, cubic", "buffer=10000 KB, bbr", "buffer=10000 KB, cubic"]
 
 
 def test_share_vs_buffer_with_sample_iqr_band(fx):
@@ -161,7 +166,7 @@ def test_time_figures_from_records(fx, tmp_path):
         check_files(paths)
     fig = draw(t, "jain")
     assert fig.axes[0].get_ylabel() == "Jain's fairness index" and fig.axes[0].get_xlabel() == "time (s)"
-    assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["buffer=1bdp", "buffer=2bdp"]
+    assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["buffer=1 BDP", "buffer=2 BDP"]
     fig = draw(t, "series", column="queue_bytes")
     assert fig.axes[0].get_ylabel() == "queue (KB)"
 
@@ -190,7 +195,8 @@ def test_dominant_period():
 
 def test_axis_values_use_units():
     av = axis_values("link.rate", ["40Mbps", "1Gbps", "120Mbps"])
-    assert av.label == "bottleneck rate (Mbps)" and av.numeric == [40, 1000, 120]
+    assert av.label == "bottleneck rate (Mbit/s)" and av.numeric == [40, 1000, 120]
+    assert av.texts() == ["40 Mbit/s", "1000 Mbit/s", "120 Mbit/s"] and av.text("1Gbps") == "1000 Mbit/s"
     av = axis_values("link.buffer", ["100KB", "10MB"])
     assert av.numeric == [100, 10000] and av.label == "buffer (KB)" and av.log
     assert axis_values("flows[1].start", ["200ms", "1s"]).numeric == [200, 1000]
@@ -373,3 +379,18 @@ def test_a_buffer_axis_spanning_x4_is_log2_with_two_values_too(values, log2):
 
     ax = axis_values("link.buffer", values)
     assert bool(ax.log) is log2 and (ax.base == 2 if log2 else True)
+
+
+def test_legends_and_panel_titles_show_values_in_the_axis_display_unit():
+    import pandas as pd
+
+    from cclab.figures.sweep_figs import _groups, param_label
+
+    df = pd.DataFrame({"link.rate": ["40Mbps", "1Gbps"], "flows[0].rtt": ["10ms", "10ms"], "x": [1, 2]})
+    labels = [lab for lab, _ in _groups(df, ["link.rate", "flows[0].rtt"])]
+    # the rate axis's unit is chosen from all its values (Mbit/s: 40 is its smallest), not per value
+    assert labels == ["bottleneck rate=40 Mbit/s, flows[0] RTT=10 ms", "bottleneck rate=1000 Mbit/s, flows[0] RTT=10 ms"]
+    assert param_label("link.buffer", "0.25bdp") == "buffer=0.25 BDP"
+    assert param_label("link.loss", 0.01) == "random loss=1 %"
+    assert param_label("flows[0].cca", "bbr") == "bbr"
+    assert param_label("link.qdisc", "fq_codel") == "qdisc=fq_codel"  # a category: as written

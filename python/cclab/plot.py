@@ -518,10 +518,10 @@ def figure_links(link: pd.DataFrame, ir: Mapping[str, Any], *, title: str | None
 
 
 def _fmt_rate(bps: float) -> str:
-    for div, unit in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
         if bps >= div:
             return f"{bps / div:g} {unit}"
-    return f"{bps:g} bps"
+    return f"{bps:g} bit/s"
 
 
 def _topology_layout(

@@ -39,6 +39,18 @@ class AxisValues:
     numeric: list[float] | None  # one number per distinct value, in display units
     log: bool = False  # a log scale suits these values
     base: int = 10  # of that log scale: 2 for buffers (the BBR papers' 0.25 … 8 BDP, doubling), else 10
+    unit: str = ""  # the display unit of `numeric` ("BDP", "Mbit/s", "ms", "%"; "" for plain numbers)
+
+    def texts(self) -> list[str]:
+        """One label per distinct value in the axis's display unit (`0.25 BDP`, `40 Mbit/s`): what
+        ticks, legends and panel titles show; the values as written when they are categories."""
+        if self.numeric is None:
+            return list(self.labels)
+        return [f"{v:g} {self.unit}".rstrip() for v in self.numeric]
+
+    def text(self, value: Any) -> str:
+        """The display label of one of the axis's values."""
+        return self.texts()[self.labels.index(display(value))]
 
 
 def display(value: Any) -> str:
@@ -75,8 +87,8 @@ def axis_values(name: str, values: Sequence[Any]) -> AxisValues:
         return AxisValues(name, base, labels, None)
     label = f"{base} ({unit})" if unit else base
     if leaf == "buffer" and len(nums) >= 2 and min(nums) > 0 and max(nums) / min(nums) >= 4:
-        return AxisValues(name, label, labels, nums, True, 2)  # buffers double from point to point: log2
-    return AxisValues(name, label, labels, nums, log)
+        return AxisValues(name, label, labels, nums, True, 2, unit)  # buffers double from point to point: log2
+    return AxisValues(name, label, labels, nums, log, unit=unit)
 
 
 def _numeric(leaf: str, vals: list[Any]) -> tuple[list[float], str, bool]:
@@ -99,7 +111,8 @@ def _numeric(leaf: str, vals: list[Any]) -> tuple[list[float], str, bool]:
     if leaf == "loss":
         return [100.0 * units.parse_probability(v, leaf) for v in vals], "%", True
     if leaf == "rate":
-        return _scaled([float(units.parse_rate(v, leaf)) for v in vals], [(1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps"), (1, "bps")])
+        return _scaled([float(units.parse_rate(v, leaf)) for v in vals], [(1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s"),
+                                                                           (1, "bit/s")])
     if leaf in ("rtt", "delay", "start", "stagger", "duration", "stop", "at", "from", "to"):
         ns = [float(units.parse_duration(v, leaf)) for v in vals]
         return _scaled(ns, [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1, "ns")])

@@ -113,17 +113,19 @@ def _groups(df: pd.DataFrame, axes: list[str]):
         yield "", df
         return
     keys = df[axes].map(display).astype(str).agg(", ".join, axis=1) if len(axes) > 1 else df[axes[0]].map(display)
+    avs = {a: axis_values(a, df[a]) for a in axes}  # one display unit per axis, from all its values
     for key in dict.fromkeys(keys):
         sub = df[keys == key]
-        label = ", ".join(param_label(a, sub[a].iloc[0]) for a in axes)
+        label = ", ".join(param_label(a, sub[a].iloc[0], avs[a]) for a in axes)
         yield label, sub
 
 
-def param_label(axis: str, value: Any) -> str:
-    """`rate=40Mbps`; an algorithm axis is labelled by the algorithm alone."""
+def param_label(axis: str, value: Any, av: AxisValues | None = None) -> str:
+    """`bottleneck rate=40 Mbit/s` (in the display unit of ``av``, the axis's values, or of this value
+    alone); an algorithm axis is labelled by the algorithm alone."""
     if axis.endswith(".cca") or axis == "cca":
         return display(value)
-    return f"{field_label(axis)}={display(value)}"
+    return f"{field_label(axis)}={(av or axis_values(axis, [value])).text(value)}"
 
 
 def _cca_axis(target: Target) -> str | None:
@@ -398,10 +400,11 @@ def heatmap(
     for i, (ax, (flabel, _), grid) in enumerate(zip(axs, facets, grids)):
         im = ax.imshow(grid, origin="lower", aspect="auto", cmap=cmap, norm=norm,
                        **({} if gain else {"vmin": vmin, "vmax": vmax}))
-        ax.set_xticks(range(len(xa.labels)), xa.labels, rotation=45 if len(xa.labels) > 4 else 0, fontsize="small")
-        ax.set_yticks(range(len(ya.labels)), ya.labels, fontsize="small")
-        ax.set_xlabel(xa.label.split(" (")[0])
-        ax.set_ylabel(ya.label.split(" (")[0])
+        ax.set_xticks(range(len(xa.labels)), xa.texts(), rotation=45 if len(xa.labels) > 4 else 0,
+                      fontsize="small")
+        ax.set_yticks(range(len(ya.labels)), ya.texts(), fontsize="small")
+        ax.set_xlabel(field_label(xa.name))
+        ax.set_ylabel(field_label(ya.name))
         if flabel:
             ax.set_title(flabel, fontsize="medium")
         if annotate and grid.size <= 100:
