@@ -117,7 +117,7 @@ def test_topology_figures_and_report(tmp_path: Path) -> None:
     assert len([ax for ax in fig.axes if ax.get_ylabel().endswith("queue (KB)")]) == 2
     fig = draw(target, "topology")
     texts = {t.get_text() for ax in fig.axes for t in ax.texts}
-    assert {"a", "b", "c"} <= texts and any(t.startswith("l1\n10 Mbps, 5 ms") for t in texts)
+    assert {"a", "b", "c"} <= texts and any(t.startswith("l1\n10 Mbit/s, 5 ms") for t in texts)
     one = dict(PARKING, links=None, link={"rate": "10Mbps"}, flows=[{"cca": "reno", "rtt": "40ms"}])
     del one["links"]
     cclab.run(one, out=tmp_path / "one", plot=False)
