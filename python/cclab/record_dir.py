@@ -303,7 +303,7 @@ def check_target(out: Path, overwrite: bool) -> None:
                                     "choose another output directory or remove this one yourself")
         return
     if is_complete(out):
-        raise RecordExistsError(f"{out}: a complete run record already exists (use --overwrite to replace it)")
+        raise RecordExistsError(f"{out}: a complete run record already exists (to replace it: --overwrite, or overwrite=True in Python)")
     raise RecordExistsError(f"{out}: directory exists, is not empty and is not a run record; "
                             "choose another output directory")
 
