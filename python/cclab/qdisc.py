@@ -73,7 +73,7 @@ PARAMS: dict[str, tuple[Param, ...]] = {
         Param("ecn", "bool", True),
         Param("quantum", "size", "1514B", 256, 2**31),
         Param("flows", "int", 1024, 1, 65536),
-        Param("memory_limit", "size", "32MiB", 1, 2**31),
+        Param("memory_limit", "size", "32MiB", None, 2**31),  # at least a packet: checked in qdisc_ir
         Param("drop_batch", "int", 64, 1, 2**16),
     ),
     # include/net/pie.h pie_params_init / pie_vars_init; RFC 8033 §4.2, §4.4
@@ -110,10 +110,13 @@ def _allowed(p: Param) -> str:
     if p.kind == "duration":
         return 'expected a positive duration (e.g. "5ms")'
     if p.kind == "size":
-        lo = "" if p.low is None else f" of at least {int(p.low)} bytes"
-        return f'expected a size{lo} (e.g. "1514B", "32MiB")'
+        lo, hi = p.low, p.high
+        span = (f" from {int(lo)} to {int(hi)} bytes" if lo is not None and hi is not None
+                else f" of at least {int(lo)} bytes" if lo is not None
+                else f" of at most {int(hi)} bytes" if hi is not None else "")  # fmt: skip
+        return f'expected a size{span} (e.g. "1514B", "32MiB")'
     if p.kind == "threshold":
-        return 'expected a size or a packet count (e.g. "30KB", "20pkts")'
+        return 'expected a size or a packet count, not a BDP multiple (e.g. "30KB", "20pkts")'
     if p.kind == "rate":
         return 'expected a rate (e.g. "100Mbps")'
     if p.kind == "bool":
@@ -144,7 +147,10 @@ def check_param(name: str, key: str, value: Any) -> Any:
         if (p.low is not None and value.bytes < p.low) or (p.high is not None and value.bytes > p.high):
             raise ScenarioError(key, value, f"{show_value(value)} is out of range", allowed)
     elif p.kind == "threshold":
-        value = units.Buffer.parse(value, key)
+        try:
+            value = units.Buffer.parse(value, key)
+        except ScenarioError as e:  # its "allowed" offers BDP multiples, which a threshold is not
+            raise ScenarioError(key, value, e.problem, allowed) from None
         if value.spec.kind == "bdp":
             raise ScenarioError(key, value, f"{show_value(value)} is a BDP multiple", allowed)
     elif p.kind == "rate":
