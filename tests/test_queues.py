@@ -179,6 +179,13 @@ def test_red_on_a_tiny_buffer_blames_the_buffer_not_a_burst_nobody_wrote():
     data["link"]["buffer"] = "400KB"
     with pytest.raises(ScenarioError, match=r"^link\.qdisc\.burst: a burst of 1 packets is too small"):
         resolve(scenario_from_dict(data))
+    # an average packet the user wrote, with the buffer's default thresholds, is named, with one that works
+    data["link"] = {"rate": "10Mbps", "buffer": "100KB", "qdisc": {"name": "red", "avpkt": "7000B"}}
+    with pytest.raises(ScenarioError, match=r"^link\.qdisc\.avpkt: an average packet of 7000 bytes makes the "
+                                            r"default burst .* here e.g\. 6944B, the largest below 7000B that works"):
+        resolve(scenario_from_dict(data))
+    data["link"]["qdisc"]["avpkt"] = "6944B"
+    assert resolve(scenario_from_dict(data))["links"][0]["qdisc"]["avpkt_bytes"] == 6944
 
 
 @pytest.mark.parametrize("qdisc", ["codel", "fq_codel"])
