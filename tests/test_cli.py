@@ -376,3 +376,22 @@ def test_compare_writes_into_its_own_directory(tmp_path, monkeypatch):
     assert (out / "compare.json").exists() and (out / "compare.png").exists()
     explicit = runner.invoke(app, ["compare", str(a), str(b), "--out", str(tmp_path / "c")])
     assert explicit.exit_code == 0 and (tmp_path / "c" / "compare.json").exists()
+
+
+def test_validate_scenario_shows_what_the_file_resolves_to(tmp_path):
+    # the step marker's k in the spelling used, a policer, a loss model's parameters and the host models
+    f = tmp_path / "h.toml"
+    f.write_text('name = "h"\nduration = "5s"\n[host]\njitter = { median = "2.3us", p99 = "14us" }\n'
+                 'read_delay = { histogram = { bin = "10us", counts = [0, 5, 50, 20, 5, 1] } }\n'
+                 '[link]\nrate = "10Mbps"\nbuffer = "100KB"\n'
+                 'loss = { model = "gilbert_elliott", p = 0.01, r = 0.3 }\n'
+                 'policer = { rate = "5Mbps", burst = "30KB" }\nqdisc = { name = "step", k = "20pkts" }\n'
+                 '[[flows]]\ncca = "dctcp"\nrtt = "20ms"\necn = true\n')  # fmt: skip
+    result = runner.invoke(app, ["validate-scenario", str(f)])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "qdisc step (k 20 pkts, ecn)" in out and "None" not in out
+    assert "policer 5 Mbit/s burst 30000 B" in out
+    assert "loss gilbert_elliott (p 0.01, r 0.3, h 0, k 1)" in out
+    # the read-delay histogram's median: 5 reads in [10, 20) µs, 50 in [20, 30) → 20 + 35.5/50·10 = 27.1 µs
+    assert "hosts: jitter p50 2.3 µs, p99 14.1 µs; read delay p50 27.1 µs, p99 51.9 µs" in out

@@ -185,6 +185,14 @@ def test_the_few_packet_warning_reaches_the_command_line(tmp_path):
     assert "warning: link.buffer: holds 2 full-size packets" in r.output
     r = CliRunner().invoke(app, ["run", str(f), "--backend", "kernel", "--dry-run"])
     assert "holds 2 full-size packets" not in r.output  # a simulator matter only
+    # validate-scenario says it too, through the CLI and through the fast path of the `cclab` command
+    r = CliRunner().invoke(app, ["validate-scenario", str(f)])
+    assert r.exit_code == 0 and "warning: link.buffer: holds 2 full-size packets" in r.output, r.output
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "cclab", "validate-scenario", str(f)], capture_output=True, text=True)
+    assert p.returncode == 0 and "holds 2 full-size packets" in p.stderr and p.stdout.startswith("ok "), p
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,7 @@ def _validate(file: str) -> bool:
     import warnings
     from pathlib import Path
 
+    from cclab.backends.sim import few_packet_warnings
     from cclab.describe import describe_ir
     from cclab.resolve import resolve
     from cclab.scenario import load_scenario
@@ -41,6 +42,7 @@ def _validate(file: str) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a warning is the CLI's to print
             ir = resolve(load_scenario(Path(file)))
+            few_packet_warnings(ir)  # what `cclab run` (the simulator, the default backend) would warn
             lines = describe_ir(ir, file)
     except Exception:  # noqa: BLE001 - the full CLI reports it (one line) or raises it (a bug)
         return False

@@ -403,6 +403,7 @@ def validate_scenario_cmd(
     file: Path = typer.Argument(..., metavar="FILE", help="Scenario file (TOML).", show_default=False),
 ) -> None:
     """Check a scenario file without running it; print what it resolves to."""
+    from cclab.backends.sim import few_packet_warnings
     from cclab.resolve import resolve
     from cclab.scenario import load_scenario
 
@@ -412,6 +413,7 @@ def validate_scenario_cmd(
             ir = resolve(sc)
         except ScenarioError as exc:  # a check across fields: still the file's error
             raise (exc if exc.source else exc.in_file(str(file))) from None
+        few_packet_warnings(ir)  # as `cclab run` on the simulator (the default backend) warns
     lines = describe_ir(ir, str(file))
     typer.echo(typer.style("ok", fg="green") + " " + "\n".join(lines))
 

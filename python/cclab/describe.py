@@ -25,10 +25,12 @@ def _qdisc_text(link: dict[str, Any]) -> str:
     q = link.get("qdisc") or {"kind": link.get("aqm", "droptail")}
     parts = []
     for key, value in q.items():
-        if key in ("kind", "mtu_bytes"):
+        if key in ("kind", "mtu_bytes") or value is None:  # None: the other spelling was used (step's k)
             continue
-        name = key.removesuffix("_ns").removesuffix("_bytes").removesuffix("_bps")
-        if isinstance(value, bool):
+        name = key.removesuffix("_ns").removesuffix("_bytes").removesuffix("_bps").removesuffix("_packets")
+        if key.endswith("_packets"):
+            parts.append(f"{name} {value} pkts")
+        elif isinstance(value, bool):
             if value:
                 parts.append(name)
         elif key.endswith("_ns"):
@@ -40,6 +42,50 @@ def _qdisc_text(link: dict[str, Any]) -> str:
         else:
             parts.append(f"{name} {value:g}" if isinstance(value, float) else f"{name} {value}")
     return q["kind"] + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _fmt_short_ns(ns: float) -> str:
+    """A host delay: µs below a millisecond (``2.3 µs``), else :func:`_fmt_ns`."""
+    return f"{ns / 1e3:.3g} µs" if ns < 1_000_000 else _fmt_ns(ns)
+
+
+def _table_quantile(table: list[int], probs: list[int] | None, q: float) -> float:
+    """The quantile ``q`` of a resolved host table (docs/ir.md ``host``: points evenly spaced in
+    probability, or at ``probs`` in units of 2⁻³²), linear between points."""
+    import bisect
+
+    if probs is None:
+        x = q * (len(table) - 1)
+        i = min(int(x), len(table) - 2)
+        return table[i] + (table[i + 1] - table[i]) * (x - i)
+    target = q * 2**32
+    j = min(max(bisect.bisect_left(probs, target), 1), len(probs) - 1)
+    lo, hi = probs[j - 1], probs[j]
+    return table[j] if hi == lo else table[j - 1] + (table[j] - table[j - 1]) * (target - lo) / (hi - lo)
+
+
+def _host_text(host: dict[str, Any]) -> str | None:
+    """``hosts: jitter p50 2.3 µs, p99 14 µs; …`` for the simulator's host models, None without any."""
+    parts = []
+    for key, name in (("jitter_ns", "jitter"), ("read_delay_ns", "read delay")):
+        if host.get(key):
+            table, probs = host[key], host.get(key.removesuffix("_ns") + "_p")
+            parts.append(f"{name} p50 {_fmt_short_ns(_table_quantile(table, probs, 0.5))}, "
+                         f"p99 {_fmt_short_ns(_table_quantile(table, probs, 0.99))}")  # fmt: skip
+    if host.get("pauses"):
+        gaps, durations = host["pauses"]["gaps_ns"], host["pauses"]["durations_ns"]
+        parts.append(f"pauses: gap p50 {_fmt_short_ns(_table_quantile(gaps, None, 0.5))}, length p50 "
+                     f"{_fmt_short_ns(_table_quantile(durations, None, 0.5))}, p99 "
+                     f"{_fmt_short_ns(_table_quantile(durations, None, 0.99))}")  # fmt: skip
+    return "  hosts: " + "; ".join(parts) if parts else None
+
+
+def _loss_text(loss: dict[str, Any]) -> str:
+    """``0.01`` for random loss, ``gilbert_elliott (p 0.01, r 0.3, h 0, k 1)`` for a model with parameters."""
+    if loss["kind"] == "bernoulli":
+        return f"{loss.get('p', 0):g}"
+    params = [f"{k} {v:g}" for k, v in loss.items() if k != "kind" and isinstance(v, (int, float))]
+    return loss["kind"] + (f" ({', '.join(params)})" if params else "")
 
 
 def _fmt_rate(bps: Any) -> str:
@@ -82,13 +128,17 @@ def describe_ir(ir: dict[str, Any], source: str) -> list[str]:
                                            f"{buf['packets']} pkts" if buf.get("packets") else "") if x)  # fmt: skip
         if buf.get("bytes") and rate:  # the BDP the scenario's "bdp" buffers use (cclab.resolve)
             buf_text += f" ({buf['bytes'] / buffer_bytes_for_bdp(1, rate, min_rtt):.2f} BDP at {min_rtt / 1e6:g} ms)"
-        loss = link["loss"]
-        loss_text = f"{loss.get('p', 0):g}" if loss["kind"] == "bernoulli" else loss["kind"]
+        loss_text = _loss_text(link["loss"])
+        policer = link.get("policer")
+        policer_text = f", policer {_fmt_rate(policer['rate_bps'])} burst {policer['burst_bytes']} B" if policer else ""
         field = link_field(ir, link)
         where = "" if field == "link" else f" {printable(link['from'])} → {printable(link['to'])}"
         lines.append(f"  {printable(field)}{where}: {capacity}, delay {_fmt_ns(link['delay_ns'])}, buffer "
-                     f"{buf_text or '–'}, loss {loss_text}, qdisc {_qdisc_text(link)}"
+                     f"{buf_text or '–'}, loss {loss_text}, qdisc {_qdisc_text(link)}{policer_text}"
                      + (f", {len(link['schedule'])} scheduled change(s)" if link.get("schedule") else ""))
+    host = _host_text(ir.get("host") or {})
+    if host is not None:
+        lines.append(host)
     lines += [
         f"  estimate: {est.summary()}"
         + (" (above the limits: cclab run refuses it without --allow-large)" if est.over() else ""),
