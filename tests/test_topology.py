@@ -123,6 +123,16 @@ def test_empty_path() -> None:
     assert error.field == "flows[0].path" and "[] is empty" in str(error)
 
 
+def test_an_empty_ack_path_is_the_documented_default() -> None:
+    # docs/topologies.md: ack_path defaults to [] — an uncongested return; written out, it is the same scenario
+    data = {"name": "a", "duration": "2s", "link": {"rate": "10Mbps", "buffer": "1bdp"},
+            "flows": [{"cca": "cubic", "rtt": "20ms"}]}  # fmt: skip
+    written = copy.deepcopy(data)
+    written["flows"][0]["ack_path"] = []
+    assert resolve(scenario_from_dict(written)) == resolve(scenario_from_dict(data))
+    assert resolve(scenario_from_dict(line(ack_path=[])))["flows"][0]["ack_path"] == []
+
+
 def test_a_path_that_repeats_a_link() -> None:
     data = line(path=["ab", "bc", "ab"])
     data["links"]["bc"]["to"] = "a"  # a ring, so only the repetition is wrong
@@ -146,8 +156,9 @@ def test_an_ack_path_that_does_not_end_at_the_sender() -> None:
                                  "the sender is at 'l' where the data path starts")
     data["flows"][0]["ack_path"] = ["fwd"]  # starts at l, where the data path starts, not where it ends
     assert "starts at node 'l' (link 'fwd'), not at 'r' where the data path ends" in str(fails(data))
-    data["flows"][0]["ack_path"] = []
-    assert "leave ack_path out for an uncongested return" in str(fails(data))
+    data["flows"][0]["ack_path"] = []  # the default written out (an uncongested return), not an error
+    del data["links"]["side"]
+    assert resolve(scenario_from_dict(data))["flows"][0]["ack_path"] == []
 
 
 def test_several_links_need_a_path() -> None:

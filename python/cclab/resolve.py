@@ -713,7 +713,7 @@ def _paths(group: Any, where: str, names: list[str], nodes: dict[str, tuple[str,
     else:
         path = _link_list(group.path, f"{where}.path", names, nodes, listing)
     ack_path: list[str] = []
-    if group.ack_path is not None:
+    if group.ack_path:  # `ack_path = []` is the default written out: an uncongested return
         ack_path = _link_list(group.ack_path, f"{where}.ack_path", names, nodes, listing)
         start, end = nodes[path[0]][0], nodes[path[-1]][1]
         first, last = ack_path[0], ack_path[-1]
@@ -732,9 +732,7 @@ def _paths(group: Any, where: str, names: list[str], nodes: dict[str, tuple[str,
 def _link_list(value: list[str], field: str, names: list[str], nodes: dict[str, tuple[str, str]],
                listing: str) -> list[str]:
     if not value:
-        what = ("expected at least one link, e.g. path = " + repr(names[:1]) if field.endswith(".path")
-                else "leave ack_path out for an uncongested return, or name the links its ACKs cross")
-        raise ScenarioError(field, value, "[] is empty", what)
+        raise ScenarioError(field, value, "[] is empty", "expected at least one link, e.g. path = " + repr(names[:1]))
     for j, name in enumerate(value):
         if name not in nodes:
             raise ScenarioError(f"{field}[{j}]", name, f"{name!r} is not a link of this scenario", listing)
