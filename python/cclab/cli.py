@@ -494,6 +494,13 @@ def algorithms_markdown(names: list[str] | None = None) -> str:
         "`ecn_max_rtt_us`, `full_ecn_cnt`, `ecn_reprobe_gain`) need `ecn_low`, which in turn",
         "needs `ecn = true` on the flow.",
         "",
+        "Three rules relate values that are each in range (the engine's own), and a scenario that",
+        "breaks one is refused naming both parameters: Vegas's `alpha ≤ beta`; the BBRv1 family's",
+        "`fb_gain_min ≤ fb_gain_max`, where `fb_gain_max` defaults to `cwnd_gain` (so a",
+        "`bbr_cwnd_feedback` with `cwnd_gain` below 1 needs `fb_gain_min` set too); and BBRv2/v3's",
+        "`probe_rtt_interval_ms ≤ 1000 × min_rtt_win_s` (the ProbeRTT clock inside the min-RTT",
+        "window: with the default 5 s interval, `min_rtt_win_s` of at least 5).",
+        "",
     ]
     for n in names or list(cca_params.PARAMS):
         out += [f"## `{n}`", "", f"{cca_params.SOURCES[n]}.", ""]
