@@ -94,7 +94,7 @@ def _fmt_rate(bps: Any) -> str:
     for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
         if bps >= div:
             return f"{bps / div:g} {unit}"
-    return f"{bps:g} bps"
+    return f"{bps:g} bit/s"
 
 
 def _plain_table(headers: list[str], rows: list[list[str]]) -> list[str]:
