@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cclab.backends import BackendError
+
+if TYPE_CHECKING:  # the thread pool is made by the first chunk: validate-scenario imports this module too
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["CHUNK_ROWS", "SimBackend", "SimStream", "engine_version"]
 
@@ -71,6 +73,8 @@ class SimStream:
             while t < self._end:
                 t = min(self._end, t + self._step)
                 self._ends.append(t)
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cclab-engine")
             if self._ends:
                 self._pending = self._pool.submit(self._advance, self._ends[0])
