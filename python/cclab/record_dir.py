@@ -245,7 +245,7 @@ def output_place_problem(out: str | Path, own: str, label: str, target: str | Pa
     but is not that record's own ``own`` entry (``report.html``, ``figures``: the one place inside a
     record that cclab writes after the run), or it is the ``own`` entry of a record other than
     ``target`` (the record the output is made from), or it is part of a sweep directory's data.
-    ``label`` names the own entry in the message ("report", "figures/")."""
+    ``label`` names the own entry in the message ("report.html", "figures/")."""
     from cclab.store import sweep_part
 
     out = Path(out)
@@ -303,7 +303,8 @@ def check_target(out: Path, overwrite: bool) -> None:
                                     "choose another output directory or remove this one yourself")
         return
     if is_complete(out):
-        raise RecordExistsError(f"{out}: a complete run record already exists (to replace it: --overwrite, or overwrite=True in Python)")
+        raise RecordExistsError(f"{out}: a complete run record already exists "
+                                "(to replace it: --overwrite, or overwrite=True in Python)")
     raise RecordExistsError(f"{out}: directory exists, is not empty and is not a run record; "
                             "choose another output directory")
 
