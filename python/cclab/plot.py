@@ -63,6 +63,7 @@ import pandas as pd
 from matplotlib.colors import to_hex, to_rgb
 from matplotlib.figure import Figure
 
+from cclab.describe import _fmt_rate
 from cclab.errors import printable
 from cclab.fsutil import FIGURE_FORMATS, atomic_file, figure_formats
 from cclab.metrics import in_window, measure_window_ns, with_link_column
@@ -515,13 +516,6 @@ def figure_links(link: pd.DataFrame, ir: Mapping[str, Any], *, title: str | None
     axes[-1].set_xlabel("time (s)")
     axes[-1].set_xlim(0, ir["duration_ns"] / 1e9)
     return fig
-
-
-def _fmt_rate(bps: float) -> str:
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if bps >= div:
-            return f"{bps / div:g} {unit}"
-    return f"{bps:g} bit/s"
 
 
 def _topology_layout(

@@ -269,14 +269,15 @@ def qdisc_ir(name: str, params: dict[str, Any], *, field: str, packet_bytes: int
         need = math.ceil(min_th / avpkt)
         if values["burst"] is None and values["min_th"] is None and values["max_th"] is None and "avpkt" in given:
             # the thresholds are the buffer's defaults, the average packet the user's: burst comes out too small
-            fits = next((a for a in range(min(avpkt, min_th), 0, -1)
-                         if red_wlog(min_th, (2 * min_th + max_th) // (3 * a), a) is not None), 1)  # fmt: skip
+            top = min(avpkt, min_th)  # at avpkt = min_th the default burst is 1 packet, which fits
+            fits = next((a for a in range(top, max(0, top - 100_000), -1)
+                         if red_wlog(min_th, (2 * min_th + max_th) // (3 * a), a) is not None), None)  # fmt: skip
+            example = f"here e.g. {fits}B, the largest below {avpkt}B that works, or " if fits else ""
             raise ScenarioError(f"{field}.avpkt", values["avpkt"],
                                 f"an average packet of {avpkt} bytes makes the default burst ((2·min_th + max_th)"
                                 f"/(3·avpkt) = {burst} packets) too small for min_th = {min_th} bytes (max_th = "
                                 f"buffer/4 = {max_th}; tc_red_eval_ewma)",
-                                f"expected a smaller avpkt (the packets' average size: here e.g. {fits}B, the largest "
-                                f"below {avpkt}B that works, or tc's usual 1000B), "
+                                f"expected a smaller avpkt (the packets' average size: {example}tc's usual 1000B), "
                                 f"or min_th, max_th and burst set in the qdisc table")  # fmt: skip
         if values["burst"] is None and values["min_th"] is None and values["max_th"] is None:
             # nothing of this was written by the user: the buffer is what is too small

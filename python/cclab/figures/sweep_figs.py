@@ -189,7 +189,6 @@ def line(
     used_band = set()
     for ax, (flabel, fdf) in zip(axs, facets):
         groups = list(_groups(fdf, hue_axes))
-        n = len(groups) * len(ycols)
         cca_hue = next((a for a in hue_axes if a.endswith(".cca")), None)
         rest = [a for a in hue_axes if a != cca_hue]
         rest_keys = list(dict.fromkeys(fdf[rest].astype(str).agg("|".join, axis=1))) if rest else [""]
